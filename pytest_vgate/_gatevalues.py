@@ -1,0 +1,320 @@
+"""Value rules for gates-file keys: one function per kind of value, normalising or refusing.
+
+Each function raises ``BadValue`` with an instruction-like message (and, for list items,
+the item's line); ``spec`` turns that into a ``GatesFileError`` naming FILE:LINE and key.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_TIMEOUT = 86400.0  # one day; larger deadlines overflow some wait primitives
+_ISO_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,6})\d*)?)?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
+class BadValue(Exception):
+    """A value that breaks its key's rule; ``line`` points at a list item when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def describe(value: Any) -> str:
+    """A short, bounded description of a value for messages (never a full repr)."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return f"the number {text if len(text) <= 20 else text[:20] + '...'}"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}{'...' if len(value) > 40 else ''}"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"a value of type {type(value).__name__}"
+
+
+def _item_line(items: Any, index: int) -> int | None:
+    lines = getattr(items, "item_lines", None)
+    return lines[index] if lines is not None and index < len(lines) else None
+
+
+def text(key: str, value: Any, *, nullable: bool = False) -> str:
+    if value is None and nullable:
+        return ""
+    if not isinstance(value, str):
+        raise BadValue(f"`{key}` must be text, got {describe(value)}; quote it")
+    return value
+
+
+def gate_id(value: Any) -> str:
+    if not isinstance(value, str):
+        raise BadValue(f"the gate id must be text, got {describe(value)}; e.g. `id: parser-empty`")
+    if not ID_RE.fullmatch(value):
+        raise BadValue(
+            f"the gate id {value[:60]!r} is not allowed: use 1-128 ASCII letters, digits, "
+            "`.`, `_` and `-`, starting with a letter, digit or `_` (it becomes part of a "
+            "pytest node id)"
+        )
+    return value
+
+
+def argv(key: str, check: str) -> tuple[str, ...]:
+    """Split a check like a POSIX shell would (no expansion); blank gives ()."""
+    if "\x00" in check:
+        raise BadValue(f"`{key}` contains a NUL character, which no argument can carry; remove it")
+    if not check.strip():
+        return ()
+    try:
+        return tuple(shlex.split(check, posix=True))
+    except ValueError as exc:
+        raise BadValue(
+            f"`{key}` cannot be split into arguments ({exc}); close the quote or escape it "
+            "with a backslash"
+        ) from None
+
+
+def exit_codes(key: str, value: Any) -> tuple[int, ...]:
+    """An exit code 0-255 or a non-empty list of them; duplicates dropped, order kept."""
+    example = f"e.g. `{key}: 0` or `{key}: [0, 1]`"
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and not value:
+        raise BadValue(f"`{key}` is an empty list, so no exit code could match; {example}")
+    codes: list[int] = []
+    for index, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item <= 255:
+            raise BadValue(
+                f"`{key}` must be an exit code from 0 to 255 or a list of them, got "
+                f"{describe(item)}; {example}",
+                _item_line(value, index),
+            )
+        if item not in codes:
+            codes.append(item)
+    return tuple(codes)
+
+
+def timeout(key: str, value: Any) -> float:
+    bad = isinstance(value, bool) or not isinstance(value, (int, float))
+    if not bad:
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = math.inf
+        bad = not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT)
+    if bad:
+        raise BadValue(
+            f"`{key}` must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, got "
+            f"{describe(value)}; e.g. `{key}: 30`"
+        )
+    return seconds
+
+
+def names(key: str, value: Any, *, what: str, example: str) -> tuple[str, ...]:
+    """A list of non-empty words without whitespace (tool names); duplicates dropped."""
+    if not isinstance(value, list):
+        raise BadValue(f"`{key}` must be a list of {what}, got {describe(value)}; e.g. {example}")
+    result: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item or any(c.isspace() or c == "\x00" for c in item):
+            raise BadValue(
+                f"each entry of `{key}` must be one of {what} (text without spaces), got "
+                f"{describe(item)}; e.g. {example}",
+                _item_line(value, index),
+            )
+        if item not in result:
+            result.append(item)
+    return tuple(result)
+
+
+def rel_path(key: str, value: Any, line: int | None = None) -> str:
+    """A path inside the root: relative, no `..`, no `~`; normalised with `/`."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadValue(f"`{key}` must be a non-empty relative path, got {describe(value)}", line)
+    parts = re.split(r"[\\/]+", value)
+    hostile = (
+        "\x00" in value
+        or value.startswith(("/", "\\", "~"))
+        or re.match(r"[A-Za-z]:", value) is not None
+        or ".." in parts
+    )
+    if hostile:
+        raise BadValue(
+            f"`{key}` path {value[:60]!r} leaves the root; write a path relative to the root "
+            "without a leading `/` or `~` and without `..`",
+            line,
+        )
+    return posixpath.normpath(value.replace("\\", "/"))
+
+
+def rel_paths(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise BadValue(
+            f"`{key}` must be a list of paths relative to the root, got {describe(value)}; "
+            f'e.g. `{key}: ["tests/"]`'
+        )
+    result: list[str] = []
+    for index, item in enumerate(value):
+        path = rel_path(key, item, _item_line(value, index))
+        if path not in result:
+            result.append(path)
+    return tuple(result)
+
+
+def env(key: str, value: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """A list of names to pass, or a mapping ``{pass: [...], set: {NAME: "text"}}``."""
+    if isinstance(value, list):
+        return _env_names(key, value), ()
+    if not isinstance(value, Mapping):
+        raise BadValue(
+            f"`{key}` must be a list of variable names or a mapping with `pass` and `set`, got "
+            f"{describe(value)}; e.g. `{key}: [HOME]` or `{key}: {{set: {{LANG: C}}}}`"
+        )
+    for name in value:
+        if name not in ("pass", "set"):
+            raise BadValue(
+                f"`{key}` takes only `pass` (a list of names) and `set` (a mapping), not "
+                f"{describe(name)}",
+                getattr(value, "key_lines", {}).get(name),
+            )
+    passed = _env_names(f"{key}.pass", value.get("pass", []))
+    raw = value.get("set", {})
+    if not isinstance(raw, Mapping):
+        raise BadValue(
+            f"`{key}.set` must be a mapping of NAME: text, got {describe(raw)}; "
+            f'e.g. `set: {{PYTHONHASHSEED: "0"}}`',
+            getattr(value, "value_lines", {}).get("set"),
+        )
+    settings: dict[str, str] = {}
+    for name, text_value in raw.items():
+        line = getattr(raw, "key_lines", {}).get(name)
+        _env_name(f"{key}.set", name, line)
+        if not isinstance(text_value, str) or "\x00" in text_value:
+            raise BadValue(
+                f"`{key}.set` value of {name} must be text without NUL, got "
+                f'{describe(text_value)}; quote it, e.g. `{name}: "1"`',
+                line,
+            )
+        settings[name] = text_value
+    return passed, tuple(settings.items())
+
+
+def _env_names(key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise BadValue(f"`{key}` must be a list of variable names, got {describe(value)}")
+    result: list[str] = []
+    for index, item in enumerate(value):
+        _env_name(key, item, _item_line(value, index))
+        if item not in result:
+            result.append(item)
+    return tuple(result)
+
+
+def _env_name(key: str, name: Any, line: int | None) -> None:
+    if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
+        raise BadValue(
+            f"`{key}` entry {describe(name)} is not a variable name; use letters, digits and "
+            "`_`, not starting with a digit (e.g. HOME, LANG)",
+            line,
+        )
+
+
+def stale_at(key: str, value: Any) -> str | None:
+    """ISO 8601 date or date-time (no zone means UTC), normalised to UTC ``...Z``."""
+    if value is None:
+        return None
+    moment: datetime | None = None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        moment = _parse_iso(value.strip())
+    if moment is None:
+        raise BadValue(
+            f"`{key}` must be an ISO 8601 date or date-time, got {describe(value)}; "
+            f"e.g. `{key}: 2026-11-20T10:00:00Z`"
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        moment = moment.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise BadValue(f"`{key}` is out of the representable range; use a real date") from None
+    spec = "seconds" if moment.microsecond == 0 else "microseconds"
+    return moment.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def _parse_iso(value: str) -> datetime | None:
+    match = _ISO_RE.fullmatch(value)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    tz: timezone | None = None
+    if zone and zone in "Zz":
+        tz = timezone.utc
+    elif zone:
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+        tz = timezone(-offset if zone[0] == "-" else offset) if offset < timedelta(1) else None
+        if tz is None:
+            return None
+    try:
+        return datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            int((fraction or "0").ljust(6, "0")),
+            tzinfo=tz,
+        )
+    except ValueError:
+        return None
+
+
+def verifier_ref(key: str, value: Any, line: int | None = None) -> str:
+    """``module:function``: a dotted module path and a function name, both identifiers."""
+    module, sep, function = value.partition(":") if isinstance(value, str) else ("", "", "")
+    parts = [*module.split("."), function]
+    if not sep or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        raise BadValue(
+            f"`{key}` entry {describe(value)} is not `module:function`; e.g. "
+            "`checks:parser_rejects_empty` (the module is imported with the root on sys.path)",
+            line,
+        )
+    return str(value)
+
+
+def verifier_refs(key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) and key == "verifier":
+        return (verifier_ref(key, value),)
+    if not isinstance(value, list) or not value:
+        raise BadValue(
+            f"`{key}` must be a non-empty list of `module:function` entries, got "
+            f"{describe(value)}; e.g. `{key}: [checks:first, checks:second]`"
+        )
+    result: list[str] = []
+    for index, item in enumerate(value):
+        ref = verifier_ref(key, item, _item_line(value, index))
+        if ref not in result:
+            result.append(ref)
+    return tuple(result)

@@ -1,0 +1,200 @@
+"""Safe YAML loading that remembers the line of every key, value and list item.
+
+Why not ``yaml.safe_load``: it forgets positions (a gates-file error must name FILE:LINE),
+silently keeps the last of two duplicate keys, and expands merge keys and aliases in a way
+that lets a small hostile file grow without bound. Here the composed node tree is walked
+once, each node converted at most once, so aliases cost nothing and cycles are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class YamlError(Exception):
+    """A document that cannot become data. ``line`` is 1-based (None when unknown)."""
+
+    def __init__(self, message: str, line: int | None, key: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.key = key
+
+
+class LocatedMap(dict[str, Any]):
+    """A mapping read from a file: its own line and, per key, the key's and value's line."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__()
+        self.line = line
+        self.key_lines: dict[str, int] = {}
+        self.value_lines: dict[str, int] = {}
+
+
+class LocatedList(list[Any]):
+    """A sequence read from a file: its own line and the line of each item."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__()
+        self.line = line
+        self.item_lines: list[int] = []
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader; only its parser, composer and scalar constructors are used."""
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document into plain data (LocatedMap/LocatedList); None when empty."""
+    loader: _Loader | None = None
+    try:
+        loader = _Loader(text)  # the reader refuses control characters right here
+        node = loader.get_single_node()
+        return None if node is None else _Walker(loader).value(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = int(mark.line) + 1 if mark is not None else None
+        context = str(exc.context or "")
+        if exc.context_mark is not None and exc.context_mark.line + 1 != line:
+            context += f" (from line {exc.context_mark.line + 1})"
+        detail = "; ".join(part for part in (context, str(exc.problem or "")) if part)
+        raise YamlError(f"YAML syntax error: {detail}; fix the YAML at this line", line) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(int(exc.position), 0)) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(str(char)[:1] or "\x00")
+        raise YamlError(
+            f"the file contains a character YAML does not allow (U+{code:04X}); "
+            "remove it or write it as an escape inside a double-quoted string",
+            line,
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"YAML error: {exc}; fix the YAML", None) from None
+    except RecursionError:
+        raise YamlError(
+            "the YAML is nested too deeply to read; flatten the structure", None
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+class _Walker:
+    """Converts nodes to data once each (memoised by identity); refuses cycles."""
+
+    def __init__(self, loader: _Loader) -> None:
+        self._loader = loader
+        self._done: dict[int, Any] = {}
+        self._active: set[int] = set()
+
+    def value(self, node: yaml.Node) -> Any:
+        key = id(node)
+        if key in self._done:
+            return self._done[key]
+        if key in self._active:
+            raise YamlError(
+                "the anchor here is used by an alias inside itself (a cycle); "
+                "a gates file must be a tree: remove that alias",
+                _line(node),
+            )
+        self._active.add(key)
+        try:
+            if isinstance(node, yaml.MappingNode):
+                result: Any = self._mapping(node)
+            elif isinstance(node, yaml.SequenceNode):
+                result = self._sequence(node)
+            else:
+                result = self._scalar(node)
+        finally:
+            self._active.discard(key)
+        self._done[key] = result
+        return result
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self._loader.construct_object(node)
+        except (ValueError, TypeError, OverflowError) as exc:
+            # The timestamp and number constructors raise these for e.g. 2026-13-45.
+            raise YamlError(
+                f"YAML cannot read the value {node.value!r} ({exc}); quote it or correct it",
+                _line(node),
+            ) from None
+
+    def _sequence(self, node: yaml.SequenceNode) -> LocatedList:
+        if node.tag != _SEQ_TAG:
+            raise YamlError(
+                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
+            )
+        result = LocatedList(_line(node))
+        for item in node.value:
+            result.append(self.value(item))
+            result.item_lines.append(_line(item))
+        return result
+
+    def _mapping(self, node: yaml.MappingNode) -> LocatedMap:
+        if node.tag != _MAP_TAG:
+            raise YamlError(
+                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
+            )
+        result = LocatedMap(_line(node))
+        merged: list[LocatedMap] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged.extend(self._merge_sources(value_node))
+                continue
+            key = self._key(key_node)
+            if key in result:
+                raise YamlError(
+                    f"duplicate key `{key}` (first given on line {result.key_lines[key]}); "
+                    "a key may appear once per mapping: remove one",
+                    _line(key_node),
+                    key,
+                )
+            result[key] = self.value(value_node)
+            result.key_lines[key] = _line(key_node)
+            result.value_lines[key] = _line(value_node)
+        # Explicit keys win over merged ones; earlier merge sources win over later ones.
+        for source in merged:
+            for key, value in source.items():
+                if key not in result:
+                    result[key] = value
+                    result.key_lines[key] = source.key_lines.get(key, source.line)
+                    result.value_lines[key] = source.value_lines.get(key, source.line)
+        return result
+
+    def _key(self, node: yaml.Node) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise YamlError("a key must be plain text, not a list or a mapping", _line(node))
+        key = self.value(node)
+        if not isinstance(key, str):
+            raise YamlError(
+                f"the key {node.value!r} is read by YAML as {type(key).__name__}, not text; "
+                "quote it or use a known key",
+                _line(node),
+            )
+        return key
+
+    def _merge_sources(self, node: yaml.Node) -> list[LocatedMap]:
+        nodes = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        sources: list[LocatedMap] = []
+        for item in nodes:
+            value = self.value(item) if isinstance(item, yaml.MappingNode) else None
+            if not isinstance(value, LocatedMap):
+                raise YamlError(
+                    "`<<` merges a mapping: write `<<: *name` or `<<: [*a, *b]` "
+                    "with anchors on mappings",
+                    _line(item),
+                    "<<",
+                )
+            sources.append(value)
+        return sources

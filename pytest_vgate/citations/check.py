@@ -1,0 +1,164 @@
+"""Checking citations against the files of one root, with per-session caches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_vgate.citations.files import MAX_BYTES, FileState, RootFiles, SourceFile
+from pytest_vgate.citations.locate import Located, locate
+from pytest_vgate.citations.parse import Citation
+from pytest_vgate.citations.result import CitationResult, clip
+from pytest_vgate.verdict import CitationStatus
+
+VERIFIED = CitationStatus.VERIFIED
+CORRECTED = CitationStatus.CORRECTED
+DROPPED = CitationStatus.DROPPED
+FABRICATED = CitationStatus.FABRICATED
+
+
+def _spot(rel: str, start: int, end: int) -> str:
+    return f"{rel}:{start}" if start == end else f"{rel}:{start}-{end}"
+
+
+class CitationChecker:
+    """Judges citations against ``root``: the index, files, lines and ASTs are built once
+    and shared by every citation checked through this instance."""
+
+    def __init__(self, root: Path | str, *, max_bytes: int = MAX_BYTES) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.files = RootFiles(self.root, max_bytes=max_bytes)
+
+    def check_all(self, citations: Iterable[Citation]) -> list[CitationResult]:
+        return [self.check(c) for c in citations]
+
+    def check(self, citation: Citation) -> CitationResult:
+        """Never raises: an internal failure is a ``dropped`` result saying so."""
+        try:
+            result = self._check(citation)
+            if citation.link_mismatch:
+                result = self._mismatch(result)
+        except Exception as exc:  # noqa: BLE001 - every citation gets a (failing) verdict
+            return CitationResult(
+                citation, DROPPED, reason=f"internal error: {type(exc).__name__}: {exc}"
+            )
+        return result
+
+    def _check(self, c: Citation) -> CitationResult:
+        found = self.files.resolve(c.path, c.document.parent)
+        if found.outside:
+            return CitationResult(
+                c,
+                DROPPED,
+                reason=f"{c.path} is {found.why_outside}; citations resolve inside the root "
+                "only, so it was refused and nothing of it was read",
+                outside_root=True,
+            )
+        if found.rel is not None:
+            return self._judge(c, found.rel, moved=False)
+        if found.is_dir:
+            return CitationResult(c, DROPPED, reason=f"{c.path} is a directory, not a file")
+        return self._elsewhere(c)
+
+    def _unreadable(self, c: Citation, sf: SourceFile, moved: bool) -> CitationResult:
+        if sf.state is FileState.BINARY:
+            why = "is a binary file (a NUL byte in its first 8 KiB)"
+        elif sf.state is FileState.TOO_LARGE:
+            why = f"is {sf.size} bytes, over the {self.files.max_bytes}-byte bound"
+        else:
+            why = "could not be read"
+        return CitationResult(
+            c, DROPPED, reason=f"{sf.rel} {why}; not checked", resolved=None if moved else sf.rel
+        )
+
+    def _judge(self, c: Citation, rel: str, *, moved: bool) -> CitationResult:
+        sf = self.files.load(rel)
+        if sf.state is not FileState.OK:
+            return self._unreadable(c, sf, moved)
+        loc: Located = locate(sf, c.start_line, c.end_line, c.entities)
+        status, reason = loc.status, loc.reason
+        start, end = loc.start, loc.end
+        if moved:
+            reason = f"{c.path} does not exist; the file is {rel}; {reason}"
+            if status is VERIFIED:
+                status, start, end = CORRECTED, c.start_line, c.end_line
+        corrected = start is not None and end is not None and status is CORRECTED
+        return CitationResult(
+            c,
+            status,
+            reason=reason,
+            corrected_to=_spot(rel, start, end) if corrected and start and end else None,
+            cited_text=None if moved else clip(sf.line(c.start_line)),
+            corrected_text=clip(sf.line(start)) if corrected and start else None,
+            candidates=tuple(f"{rel}:{n}" for n in loc.candidates),
+            beyond_end=loc.beyond_end,
+            resolved=None if moved else rel,
+            file_lines=sf.line_count,
+        )
+
+    def _holds(self, rel: str, entities: tuple[str, ...]) -> int | None:
+        """The first line where one of ``entities`` occurs in ``rel`` (definitions first)."""
+        sf = self.files.load(rel)
+        if sf.state is not FileState.OK:
+            return None
+        for entity in entities:
+            hits = sf.hits(entity)
+            if hits.found:
+                return (hits.defs or hits.matches)[0]
+        return None
+
+    def _elsewhere(self, c: Citation) -> CitationResult:
+        """A path that does not exist: the protocol's basename search among the root's files."""
+        name = c.path.rstrip("/").rsplit("/", 1)[-1]
+        files = [r for r in self.files.by_basename(name) if self.files.inside_file(r)]
+        if not files:
+            return CitationResult(
+                c, FABRICATED, reason=f"{c.path} does not exist and no file named {name} "
+                "exists anywhere in the root"
+            )  # fmt: skip
+        if not c.entities:
+            if len(files) == 1:
+                return self._judge(c, files[0], moved=True)
+            return CitationResult(
+                c,
+                DROPPED,
+                reason=f"{c.path} does not exist; {len(files)} files are named {name} and the "
+                "description names nothing to choose between them",
+                candidates=tuple(files),
+            )
+        holders = {r: line for r in files if (line := self._holds(r, c.entities)) is not None}
+        if len(holders) == 1:
+            return self._judge(c, next(iter(holders)), moved=True)
+        names = ", ".join(f"`{e}`" for e in c.entities)
+        if holders:
+            why = f"{len(holders)} of the {len(files)} files named {name} contain {names}"
+            candidates = tuple(f"{r}:{n}" for r, n in holders.items())
+        else:
+            how_many = "the one file" if len(files) == 1 else f"none of the {len(files)} files"
+            why = f"{how_many} named {name} contains {names}"
+            candidates = tuple(files)
+        return CitationResult(
+            c, DROPPED, reason=f"{c.path} does not exist; {why}", candidates=candidates
+        )
+
+    def _mismatch(self, result: CitationResult) -> CitationResult:
+        """A markdown link whose text and target disagree is never simply verified."""
+        c = result.citation
+        note = c.link_mismatch or ""
+        if result.status is not VERIFIED:
+            return replace(result, reason=f"{note}; {result.reason}")
+        if not c.entities or result.resolved is None:
+            return replace(
+                result,
+                status=DROPPED,
+                reason=f"{note}, and the description names nothing to decide which is right",
+            )
+        return replace(
+            result,
+            status=CORRECTED,
+            reason=f"{note}; the target is right ({result.reason})",
+            corrected_to=_spot(result.resolved, c.start_line, c.end_line),
+            corrected_text=result.cited_text,
+        )

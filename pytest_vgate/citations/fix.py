@@ -1,0 +1,123 @@
+"""``--vgate-fix``: rewrite corrected citations in place, every other byte kept.
+
+A citation is rewritten in the form it was written in (``path:line`` stays
+``path:line``, ``#L10-L20`` stays a hash range of the same length, a ``:col`` is kept);
+a markdown link gets a new target, and new text when its text was the citation. The
+path changes only when the file was found elsewhere. Documents are decoded with
+``surrogateescape`` and re-encoded the same way, so a BOM, CRLF line ends and even
+undecodable bytes survive. A citation whose text no longer stands at its recorded
+offset is left alone, which makes fixing idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from pytest_vgate.citations.parse import LinkToken, Token, decode_document, scan_line
+from pytest_vgate.citations.result import CitationResult
+from pytest_vgate.verdict import CitationStatus
+
+Edit = tuple[int, int, str]
+
+
+def split_spot(spot: str) -> tuple[str, int, int]:
+    """``path:line`` or ``path:start-end`` -> (path, start, end)."""
+    path, _, numbers = spot.rpartition(":")
+    first, _, last = numbers.partition("-")
+    return path, int(first), int(last or first)
+
+
+def _token_edits(tok: Token, path: str | None, start: int, end: int) -> list[Edit]:
+    edits: list[Edit] = []
+    if path is not None and path != tok.path:
+        edits.append((*tok.path_span, path))
+    edits.append((*tok.start_span, str(start)))
+    if tok.end_span is not None:
+        edits.append((*tok.end_span, str(end)))
+    return edits
+
+
+def citation_edits(result: CitationResult, line: str) -> list[Edit]:
+    """Edits (offsets in ``line``) that move one corrected citation to its true place."""
+    c = result.citation
+    if result.corrected_to is None:
+        return []
+    spot_path, start, end = split_spot(result.corrected_to)
+    new_path = None if spot_path == result.resolved else spot_path
+    for tok in scan_line(line):
+        if tok.span[0] != c.doc_column - 1:
+            continue
+        if isinstance(tok, LinkToken):
+            edits = _token_edits(tok.target, new_path, start, end)
+            if tok.text is not None:
+                text_path = new_path if tok.text.path == tok.target.path else None
+                edits += _token_edits(tok.text, text_path, start, end)
+            return edits
+        return _token_edits(tok, new_path, start, end)
+    return []
+
+
+def _fix_text(text: str, results: list[CitationResult]) -> tuple[str, int]:
+    edits: dict[tuple[int, int], str] = {}
+    fixed = 0
+    seen: set[int] = set()
+    for r in results:
+        c = r.citation
+        if c.offset in seen:
+            continue
+        seen.add(c.offset)
+        if text[c.offset : c.offset + len(c.raw)] != c.raw:
+            continue  # already fixed, or the document changed since it was checked
+        line_start = c.offset - (c.doc_column - 1)
+        line_end = text.find("\n", line_start)
+        line = text[line_start : line_end if line_end >= 0 else len(text)]
+        changes = [
+            (line_start + a, line_start + b, new)
+            for a, b, new in citation_edits(r, line)
+            if line[a:b] != new
+        ]
+        if changes:
+            fixed += 1
+            edits.update({(a, b): new for a, b, new in changes})
+    for (a, b), new in sorted(edits.items(), reverse=True):
+        text = text[:a] + new + text[b:]
+    return text, fixed
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    mode = os.stat(real).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=".vgate-fix-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:  # leave no temporary file behind, whatever stopped us
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def fix_documents(results: Iterable[CitationResult]) -> dict[Path, int]:
+    """Rewrite every ``corrected`` citation in its document; returns rewritten counts.
+
+    Only documents that changed appear in the answer; calling it again is a no-op.
+    """
+    by_document: dict[Path, list[CitationResult]] = {}
+    for r in results:
+        if r.status is CitationStatus.CORRECTED and r.corrected_to:
+            by_document.setdefault(r.citation.document, []).append(r)
+    counts: dict[Path, int] = {}
+    for document, items in by_document.items():
+        data = document.read_bytes()
+        text, fixed = _fix_text(decode_document(data), items)
+        new = text.encode("utf-8", errors="surrogateescape")
+        if fixed and new != data:
+            _write_atomically(document, new)
+            counts[document] = fixed
+    return counts

@@ -1,0 +1,123 @@
+"""A citation's verdict and the ``VERIFICATION GATE RESULT`` block built from many."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.citations.parse import Citation
+from pytest_vgate.verdict import CitationStatus
+
+MAX_TEXT = 300  # characters of a cited line kept in a result
+
+
+def clip(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + "…"
+
+
+@dataclass(frozen=True)
+class CitationResult:
+    """What checking one citation observed. Only ``verified`` passes.
+
+    ``corrected_to`` is ``path:line`` or ``path:start-end`` relative to the root.
+    ``cited_text``/``corrected_text`` are the actual lines (inside the root only).
+    ``beyond_end``: the cited line lies past the end of the file, a fabrication sign
+    listed under FABRICATIONS CAUGHT whatever the status.
+    """
+
+    citation: Citation
+    status: CitationStatus
+    reason: str = ""
+    corrected_to: str | None = None
+    cited_text: str | None = None
+    corrected_text: str | None = None
+    candidates: tuple[str, ...] = ()
+    beyond_end: bool = False
+    outside_root: bool = False
+    resolved: str | None = None  # root-relative file the path as written led to
+    file_lines: int | None = None  # line count of the file that was judged
+
+    @property
+    def ok(self) -> bool:
+        return self.status is CitationStatus.VERIFIED
+
+    @property
+    def fabrication(self) -> bool:
+        """Listed under FABRICATIONS CAUGHT."""
+        return self.status is CitationStatus.FABRICATED or self.beyond_end
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "citation": self.citation.to_dict(),
+            "status": self.status.value,
+            "reason": self.reason,
+            "corrected_to": self.corrected_to,
+            "cited_text": self.cited_text,
+            "corrected_text": self.corrected_text,
+            "candidates": list(self.candidates),
+            "beyond_end": self.beyond_end,
+            "outside_root": self.outside_root,
+            "resolved": self.resolved,
+            "file_lines": self.file_lines,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CitationResult:
+        lines = data.get("file_lines")
+        return cls(
+            citation=Citation.from_dict(data["citation"]),
+            status=CitationStatus(data["status"]),
+            reason=str(data.get("reason", "")),
+            corrected_to=data.get("corrected_to"),
+            cited_text=data.get("cited_text"),
+            corrected_text=data.get("corrected_text"),
+            candidates=tuple(str(c) for c in data.get("candidates", ())),
+            beyond_end=bool(data.get("beyond_end", False)),
+            outside_root=bool(data.get("outside_root", False)),
+            resolved=data.get("resolved"),
+            file_lines=int(lines) if lines is not None else None,
+        )
+
+
+def _fabrication_entry(result: CitationResult, root: Path | None) -> str:
+    c = result.citation
+    if result.beyond_end:
+        size = f"{result.file_lines}-line file" if result.file_lines is not None else "file"
+        why = f"line beyond end of {size}"
+        if result.status is CitationStatus.CORRECTED and result.corrected_to:
+            why += f", found at {result.corrected_to}"
+        elif result.status is CitationStatus.DROPPED:
+            why += ", ambiguous"
+        else:
+            why += ", not found"
+    else:
+        why = "file not found in the root"
+    return f"{c.source(root)} {c.location} ({why})"
+
+
+def summary_block(results: Iterable[CitationResult], root: Path | None = None) -> str:
+    """The DESIGN.md block; fabricated citations count as dropped.
+
+    FABRICATIONS CAUGHT is ``N`` or ``Y — `` followed by ``document:line path:line (why)``
+    entries joined by ``; ``, in the order given. ``root`` shortens document paths.
+    """
+    items = list(results)
+    count = dict.fromkeys(CitationStatus, 0)
+    for r in items:
+        count[r.status] += 1
+    caught = [_fabrication_entry(r, root) for r in items if r.fabrication]
+    dropped = count[CitationStatus.DROPPED] + count[CitationStatus.FABRICATED]
+    return "\n".join(
+        [
+            "VERIFICATION GATE RESULT:",
+            f"- Total citations: {len(items)}",
+            f"- Verified at original location: {count[CitationStatus.VERIFIED]}",
+            f"- Corrected (line drift): {count[CitationStatus.CORRECTED]}",
+            f"- Dropped (file/line/content not found): {dropped}",
+            "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
+        ]
+    )

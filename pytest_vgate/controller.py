@@ -1,0 +1,138 @@
+"""The controller side of a session: the one place that writes anything.
+
+Under xdist only the controller has this plugin registered; workers send their
+results on the reports (``report.vgate``), and the controller makes the base
+worktree, hands plain values to the workers, and writes the ledger, the JSON
+report and the terminal summary.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vgate.session import Resources
+from pytest_vgate.spec import GatesFile
+
+
+class Controller:
+    def __init__(self, config: pytest.Config, res: Resources, loaded: list[GatesFile]) -> None:
+        self.config = config
+        self.res = res
+        self.loaded = loaded
+        self.payloads: dict[str, dict[str, Any]] = {}  # nodeid -> payload, in report order
+
+    # -- before the session --------------------------------------------------------------
+
+    def prepare(self) -> None:
+        for root in dict.fromkeys(g.root for g in self.loaded):
+            # Read the ledger here too, so that a damaged one is reported once, here.
+            self.res.warnings.extend(self.res.evidence_for(root).warnings)
+        if self.res.settings.base:
+            self._prepare_base(self.res.settings.base)
+        if self.res.settings.fix:
+            self._prepare_fixes()
+
+    def _prepare_base(self, ref: str) -> None:
+        """One set of base worktrees per gates root, made once for all workers."""
+        from pytest_vgate.baseline import BaselineError, BaseTrees, toplevel
+
+        for root in dict.fromkeys(g.root for g in self.loaded):
+            gates = [gate for g in self.loaded if g.root == root for gate in g.gates]
+            try:
+                top = toplevel(root)
+                root_rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+                trees = BaseTrees.create(
+                    top, ref, [gate.overlay for gate in gates], root_rel=root_rel
+                )
+            except BaselineError as exc:
+                self.release()
+                raise pytest.UsageError(f"pytest-vgate: --vgate-base {ref}: {exc}") from None
+            self.res.base_trees[str(root)] = trees
+
+    def _prepare_fixes(self) -> None:
+        from pytest_vgate.citation_items import fix_all_documents
+
+        fix_all_documents(self.config, self.res, self.loaded)
+
+    # -- xdist ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["vgate"] = worker_payload(self.res)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        # The worker died inside this item (os._exit in an inline verifier, a segfault):
+        # the item failed with mode crash, never a silent loss.
+        report.user_properties.append(("vgate_mode", "crash"))
+        report.user_properties.append(("vgate_cause", "environment"))
+        report.vgate = {  # type: ignore[attr-defined]
+            "kind": "crashed",
+            "id": crashitem,
+            "ok": False,
+            "mode": "crash",
+            "cause": "environment",
+            "detail": "the xdist worker running this item died",
+        }
+
+    # -- during the session --------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = getattr(report, "vgate", None)
+        if isinstance(payload, dict):
+            self.payloads[report.nodeid] = {**payload, "nodeid": report.nodeid}
+
+    # -- after the session ---------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        from pytest_vgate.summary import write_summary
+
+        write_summary(terminalreporter, self.payloads, self.res)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_vgate.report import write_json_report
+
+        if self.res.settings.report is not None:
+            warning = write_json_report(self.res.settings.report, list(self.payloads.values()))
+            if warning:
+                self.res.warnings.append(warning)
+        self._record_evidence()
+
+    def _record_evidence(self) -> None:
+        """Append this session's runs to each ledger (the controller is the only writer)."""
+        from pytest_vgate.evidence import Ledger, Record
+
+        by_ledger: dict[str, list[Record]] = {}
+        for payload in self.payloads.values():
+            ledger = payload.get("ledger")
+            for data in payload.get("records") or ():
+                if ledger:
+                    by_ledger.setdefault(str(ledger), []).append(Record.from_dict(data))
+        for ledger, records in by_ledger.items():
+            self.res.warnings.extend(Ledger(Path(ledger)).append(records))
+
+    def pytest_unconfigure(self) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Remove every base worktree (idempotent; also runs at exit as a safety net)."""
+        for trees in self.res.base_trees.values():
+            self.res.warnings.extend(trees.remove())
+        self.res.base_trees.clear()
+
+
+def worker_payload(res: Resources) -> dict[str, Any]:
+    """What a worker needs from the controller, as plain values."""
+    return {
+        "inventories": {root: inv.to_dict() for root, inv in res.inventories.items()},
+        "base_trees": {root: trees.to_dict() for root, trees in res.base_trees.items()},
+        "fixed_citations": res.fixed_citations,
+    }
+
+
+def default_ledger(root: Path) -> Path:
+    return root / ".vgate"

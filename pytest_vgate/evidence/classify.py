@@ -1,0 +1,221 @@
+"""Red-before-green: decide a gate's ``vgate_rbg`` status from its runs and its history.
+
+The rules (docs/red-before-green.md): with a base run, the base decides, like SWE-bench's
+FAIL_TO_PASS / PASS_TO_PASS; without one, the ledger decides. A failing current run always
+keeps its own mode and cause: red-before-green never turns a failure into a pass, and
+never overrides a product or environment failure with a test-quality verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pytest_vgate.evidence.record import Record, judge_red, parse_time
+from pytest_vgate.spec import Gate, RedPolicy
+from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Rbg
+
+
+@dataclass(frozen=True)
+class RbgResult:
+    """A gate's red-before-green status and what it does to the gate's verdict.
+
+    ``ok`` False with ``mode``/``cause`` set: the gate must fail with these (its check
+    passed, but it proves nothing). ``ok`` False with both None: the current run failed;
+    keep its own mode and cause. ``red_evidence``: the red run the status rests on.
+    """
+
+    status: Rbg
+    ok: bool
+    reason: str
+    mode: Mode | None = None
+    cause: Cause | None = None
+    red_evidence: Record | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "ok": self.ok,
+            "reason": self.reason,
+            "mode": self.mode.value if self.mode else None,
+            "cause": self.cause.value if self.cause else None,
+            "red_evidence": self.red_evidence.to_dict() if self.red_evidence else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RbgResult:
+        mode, cause, red = data.get("mode"), data.get("cause"), data.get("red_evidence")
+        return cls(
+            status=Rbg(data["status"]),
+            ok=bool(data["ok"]),
+            reason=str(data.get("reason", "")),
+            mode=Mode(mode) if mode else None,
+            cause=Cause(cause) if cause else None,
+            red_evidence=Record.from_dict(red) if red else None,
+        )
+
+
+def _describe(record: Record) -> str:
+    where = f"base {record.base_ref}" if record.where == "base" and record.base_ref else ""
+    tree = where or record.tree.label
+    code = f"exit {record.exit_code}" if record.exit_code is not None else record.mode.value
+    return f"{tree}, {code}, {record.time}"
+
+
+def _weak_cause(record: Record) -> Cause:
+    """A base that could not answer (timeout, missing tool) is the environment's fault."""
+    if DEFAULT_CAUSE.get(record.mode) is Cause.ENVIRONMENT:
+        return Cause.ENVIRONMENT
+    return Cause.BROKEN_TEST
+
+
+def classify(
+    gate: Gate,
+    current: Record,
+    *,
+    base: Record | None,
+    history: Sequence[Record],
+    require_red: bool,
+) -> RbgResult:
+    """The status of ``gate`` given this session's run(s) and the ledger's earlier records."""
+    if gate.red is RedPolicy.NOT_REQUIRED:
+        return _regression(current, base)
+    if not current.ok:
+        red = base if base is not None and judge_red(base.mode, base.exit_code, gate)[0] else None
+        where = " (red on the base too: the change does not fix it)" if red else ""
+        return RbgResult(
+            Rbg.UNPROVEN,
+            ok=False,
+            reason=f"the check fails now{where}; nothing is proven until it passes",
+            red_evidence=red,
+        )
+    if base is not None:
+        return _with_base(gate, base)
+    return _from_history(gate, current, history, require_red)
+
+
+def _regression(current: Record, base: Record | None) -> RbgResult:
+    if not current.ok:
+        return RbgResult(Rbg.REGRESSION, ok=False, reason="regression gate: the check fails now")
+    if base is None or base.ok:
+        on = " and on the base" if base is not None else ""
+        return RbgResult(Rbg.REGRESSION, ok=True, reason=f"regression gate: passes now{on}")
+    return RbgResult(
+        Rbg.REGRESSION,
+        ok=False,
+        reason=(
+            f"regression gate (red: not-required) but it fails on the base ({_describe(base)}: "
+            f"{base.red_reason}); it must pass on both, or declare it red: required"
+        ),
+        mode=Mode.FAIL,
+        cause=_weak_cause(base),
+    )
+
+
+def _with_base(gate: Gate, base: Record) -> RbgResult:
+    if base.ok:
+        return RbgResult(
+            Rbg.NEVER_RED,
+            ok=False,
+            reason="the check passes on the base too: it cannot tell the change apart",
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
+    genuine, why = judge_red(base.mode, base.exit_code, gate)
+    if genuine:
+        return RbgResult(
+            Rbg.PROVEN,
+            ok=True,
+            reason=f"red on the base ({_describe(base)}), green now",
+            red_evidence=base,
+        )
+    return RbgResult(
+        Rbg.WEAK_RED,
+        ok=False,
+        reason=f"red on the base for the wrong reason: {why}",
+        mode=Mode.FAIL,
+        cause=_weak_cause(base),
+    )
+
+
+def _from_history(
+    gate: Gate, current: Record, history: Sequence[Record], require_red: bool
+) -> RbgResult:
+    stale_at: datetime | None = None
+    ignored: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        ignored[why] = ignored.get(why, 0) + 1
+
+    if gate.stale_at:
+        stale_at = parse_time(gate.stale_at)
+    genuine_same: list[Record] = []
+    genuine_other_claim: list[Record] = []
+    weak: list[tuple[Record, str]] = []
+    for rec in history:
+        if rec.gate_id != gate.id or rec.fingerprint != current.fingerprint or rec.ok:
+            continue
+        if rec.mode is Mode.JUDGMENT:
+            continue
+        if not current.tree.is_git:
+            skip("not a git tree, so a change of tree cannot be told")
+            continue
+        if rec.tree.key == current.tree.key:
+            skip("ran on this same tree")
+            continue
+        if gate.stale_at:
+            when = parse_time(rec.time)
+            if stale_at is None or when is None or when < stale_at:
+                skip(f"recorded before stale_at {gate.stale_at}")
+                continue
+        if rec.inputs_digest != current.inputs_digest:
+            skip("inputs changed since")
+            continue
+        genuine, why = judge_red(rec.mode, rec.exit_code, gate)
+        if not genuine:
+            weak.append((rec, why))
+        elif rec.claim_hash == current.claim_hash:
+            genuine_same.append(rec)
+        else:
+            genuine_other_claim.append(rec)
+    note = "".join(f"; {n} red record(s) ignored: {why}" for why, n in ignored.items())
+    if genuine_same:
+        red = max(genuine_same, key=lambda r: r.time)
+        return RbgResult(
+            Rbg.PROVEN,
+            ok=True,
+            reason=f"red earlier ({_describe(red)}), green now",
+            red_evidence=red,
+        )
+    if genuine_other_claim:
+        red = max(genuine_other_claim, key=lambda r: r.time)
+        return RbgResult(
+            Rbg.REQUIREMENT_CHANGED,
+            ok=False,
+            reason=(
+                f"the red evidence ({_describe(red)}) was for a different claim text; "
+                "show the check red again for the current claim (or run with --vgate-base)"
+            ),
+            mode=Mode.FAIL,
+            cause=Cause.REQUIREMENT_CHANGED,
+            red_evidence=red,
+        )
+    if weak:
+        red, why = max(weak, key=lambda item: item[0].time)
+        status, text = (
+            Rbg.WEAK_RED,
+            f"the only red ({_describe(red)}) was for the wrong reason: {why}",
+        )
+    else:
+        status, text = Rbg.UNPROVEN, "no red evidence in the ledger"
+    if require_red:
+        return RbgResult(
+            status,
+            ok=False,
+            reason=f"{text}{note}; --vgate-require-red needs a genuine red first",
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
+    return RbgResult(status, ok=True, reason=f"{text}{note}; passes as unproven")

@@ -1,0 +1,229 @@
+"""What a piece of evidence is about: the check (fingerprint), the claim, the tree, the inputs.
+
+Two runs are comparable only when they ran the same check; a red counts for a green only
+when it ran on a different tree. These digests make both questions exact and cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.process import run_git
+from pytest_vgate.spec import Gate
+from pytest_vgate.verdict import ToolRecord
+
+FINGERPRINT_VERSION = 1
+NOT_A_GIT_TREE = "not a git tree"
+
+# Untracked paths that running checks creates on its own (bytecode, tool caches, our
+# ledger). Counting them would make every second run look like "a different tree".
+DERIVED_PARTS = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".vgate"}
+)
+DERIVED_SUFFIXES = (".pyc", ".pyo")
+# Files above this size are identified by size and mtime instead of their bytes.
+CONTENT_HASH_LIMIT = 16 << 20
+_GIT_TIMEOUT = 60.0
+# Hooks never run from our git calls (a post-checkout hook must not fire in a session).
+GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=off")
+
+
+def _canonical(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = ()) -> str:
+    """sha256 of the check's identity: what runs, where, with what, and what passes.
+
+    Not the claim (``claim_hash`` tracks it separately, so a changed claim is told apart
+    from a changed check), not the timeout, the red policy or the staleness keys, and no
+    absolute path: a base worktree and the current tree must agree.
+    """
+    by_id = {t.id: t.sha256 for t in tools}
+    declared = sorted(set(gate.tools) | set(by_id))
+    identity = {
+        "v": FINGERPRINT_VERSION,
+        "type": gate.type.value,
+        "argv": list(gate.argv),
+        "expect": sorted(set(gate.expect)),
+        "cwd": Path(gate.cwd).as_posix(),
+        "env": {
+            "pass": sorted(set(gate.env.pass_names)),
+            "set": sorted([k, v] for k, v in gate.env.set_values),
+        },
+        "tools": [[name, by_id.get(name, "")] for name in declared],
+        "overlay": sorted(gate.overlay),
+        "verifiers": list(gate.verifiers),
+    }
+    return hashlib.sha256(_canonical(identity)).hexdigest()
+
+
+def claim_hash(claim: str) -> str:
+    """sha256 of the claim text with surrounding whitespace and line endings normalised."""
+    text = "\n".join(line.rstrip() for line in claim.strip().splitlines())
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """The tree a check ran on: commit plus a digest of uncommitted changes.
+
+    ``dirty`` is "" for a clean tree. Outside git, ``commit`` is None and ``is_git`` False;
+    such trees are all equal, so ledger evidence can never prove a gate there.
+    """
+
+    commit: str | None
+    dirty: str
+    label: str
+    is_git: bool = True
+
+    @property
+    def key(self) -> str:
+        if not self.is_git:
+            return "nogit"
+        return f"git:{self.commit or 'unborn'}:{self.dirty}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "label": self.label,
+            "is_git": self.is_git,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TreeState:
+        commit = data.get("commit")
+        return cls(
+            commit=str(commit) if commit else None,
+            dirty=str(data.get("dirty", "")),
+            label=str(data.get("label", "")),
+            is_git=bool(data.get("is_git", True)),
+        )
+
+
+NO_GIT = TreeState(commit=None, dirty="", label=NOT_A_GIT_TREE, is_git=False)
+
+
+def _git_lines(args: Sequence[str], cwd: Path) -> list[str] | None:
+    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=_GIT_TIMEOUT)
+    if result.exit_code != 0:
+        return None
+    return [p for p in result.stdout.split("\0") if p]
+
+
+def _is_derived(rel: str, excluded: Iterable[str]) -> bool:
+    parts = rel.split("/")
+    if DERIVED_PARTS.intersection(parts) or rel.endswith(DERIVED_SUFFIXES):
+        return True
+    return any(rel == ex or rel.startswith(ex + "/") for ex in excluded)
+
+
+def _file_token(path: Path) -> bytes:
+    """What a working-tree path holds: kind, executable bit and content (or its absence)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return b"deleted"
+    except OSError as exc:
+        return f"unreadable:{exc.errno}".encode()
+    if stat.S_ISLNK(st.st_mode):
+        return b"link:" + os.fsencode(os.readlink(path))
+    if stat.S_ISDIR(st.st_mode):
+        return b"dir"  # a submodule or a nested repository: its own state is not ours
+    head = b"x" if st.st_mode & 0o111 else b"-"
+    if st.st_size > CONTENT_HASH_LIMIT:
+        return head + f"big:{st.st_size}:{st.st_mtime_ns}".encode()
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}".encode()
+    return head + digest.hexdigest().encode()
+
+
+def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
+    """Identify the git tree holding ``root``; never raises (no git means "not a git tree").
+
+    The dirty digest covers, over the whole repository, every path that differs from HEAD
+    (``git diff HEAD --name-only``) and every untracked, non-ignored file, by name, kind,
+    executable bit and current bytes: the same information as ``git diff HEAD --binary``
+    plus the untracked files, without piping a huge diff. Bytecode, tool caches, ``.vgate``
+    and the ``exclude`` paths (e.g. a ledger kept elsewhere) are left out.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return NO_GIT
+    top_lines = run_git([*GIT_SAFE, "rev-parse", "--show-toplevel"], cwd=root, timeout=_GIT_TIMEOUT)
+    if top_lines.exit_code != 0 or not top_lines.stdout.strip():
+        return NO_GIT
+    top = Path(top_lines.stdout.strip())
+    head = run_git(
+        [*GIT_SAFE, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+        cwd=top,
+        timeout=_GIT_TIMEOUT,
+    )
+    commit = head.stdout.strip() if head.exit_code == 0 and head.stdout.strip() else None
+    if commit:
+        changed = _git_lines(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
+    else:  # no commit yet: everything in the index is new
+        changed = _git_lines(["ls-files", "-z", "--"], top)
+    untracked = _git_lines(["ls-files", "--others", "--exclude-standard", "-z", "--"], top)
+    if changed is None or untracked is None:
+        return NO_GIT
+    top_real = Path(os.path.realpath(top))
+    excluded = []
+    for ex in exclude:
+        real = Path(os.path.realpath(ex))
+        if real == top_real or top_real in real.parents:
+            excluded.append(real.relative_to(top_real).as_posix())
+    paths = sorted({p for p in (*changed, *untracked) if not _is_derived(p, excluded)})
+    short = commit[:7] if commit else "unborn"
+    if not paths:
+        return TreeState(commit=commit, dirty="", label=short)
+    digest = hashlib.sha256()
+    for rel in paths:
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(_file_token(top / rel) + b"\0")
+    dirty = digest.hexdigest()
+    return TreeState(commit=commit, dirty=dirty, label=f"{short}+dirty:{dirty[:4]}")
+
+
+def inputs_digest(root: Path, patterns: Sequence[str]) -> str:
+    """sha256 over the files the gate's ``inputs`` globs match, by relative path and bytes.
+
+    "" when the gate declares no inputs. Matches outside ``root`` (``..``, symlinks out)
+    are not read. A pattern that matches nothing still yields a digest, so adding a
+    matching file later changes it.
+    """
+    if not patterns:
+        return ""
+    root = Path(root)
+    root_real = Path(os.path.realpath(root))
+    found: set[str] = set()
+    for pattern in patterns:
+        if not pattern or Path(pattern).is_absolute():
+            continue
+        try:
+            matches = list(root.glob(pattern))
+        except (OSError, ValueError):
+            continue
+        for match in matches:
+            real = Path(os.path.realpath(match))
+            if root_real not in real.parents or not real.is_file():
+                continue
+            found.add(match.relative_to(root).as_posix())
+    digest = hashlib.sha256(b"inputs-v1\0")
+    for rel in sorted(found):
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(_file_token(root / rel) + b"\0")
+    return digest.hexdigest()

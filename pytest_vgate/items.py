@@ -1,0 +1,158 @@
+"""Collectors and items: gates files, gates, citation documents and citations.
+
+Items are thin: they ask the core for a result, put its JSON-able payload where
+reports carry it (``vgate_payload`` and ``user_properties``), and turn a non-pass
+into a failure whose text is the core's report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pytest_vgate.outcome import decide, evaluate_gate
+from pytest_vgate.runner import RunContext, run_verifier
+from pytest_vgate.session import resources
+from pytest_vgate.spec import Gate, GatesFileError, GateType, load_gates_file
+from pytest_vgate.tools import declared_tool_error
+from pytest_vgate.verdict import Mode
+from pytest_vgate.verifiers import VerifierTarget
+
+MARKER = "vgate"
+
+
+class VgateFailure(Exception):
+    """A failed gate, verifier or citation; its text is the whole failure report."""
+
+
+def _failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    if isinstance(excinfo.value, VgateFailure):
+        return junit_safe(str(excinfo.value))
+    return None
+
+
+def junit_safe(text: str) -> str:
+    """Drop characters XML 1.0 cannot carry, so --junitxml never chokes on a report."""
+    return "".join(
+        ch if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd") else "?"
+        for ch in text
+    )
+
+
+class GatesFileNode(pytest.File):
+    """A gates file given with ``--vgate``: collects one item per gate, in file order."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        loaded = load_gates_file(self.path)
+        self.gates_file = loaded
+        for gate in loaded.gates:
+            problem = declared_tool_error(gate.argv, gate.tools)
+            if problem is not None:
+                raise GatesFileError(self.path, gate.line, "tools", problem)
+            item = GateItem.from_parent(self, name=gate.id, gate=gate)
+            item.add_marker(MARKER)
+            yield item
+        for document in loaded.citations:
+            from pytest_vgate.citation_items import collect_document_citations
+
+            yield from collect_document_citations(self, document, loaded.root)
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        if isinstance(excinfo.value, GatesFileError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class VgateItem(pytest.Item):
+    """A gate or verifier item: evaluates to a payload, fails unless it passed."""
+
+    vgate_payload: dict[str, Any] | None = None
+
+    def evaluate(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def runtest(self) -> None:
+        payload = self.evaluate()
+        self.vgate_payload = payload
+        for name in ("mode", "cause", "exit_code", "rbg"):
+            value = payload.get(name)
+            if value is not None and value != "":
+                self.user_properties.append((f"vgate_{name}", str(value)))
+        if payload["mode"] == Mode.JUDGMENT.value and not payload.get("strict_failure"):
+            pytest.skip(payload["detail"])
+        if not payload["ok"]:
+            raise VgateFailure(payload["report"])
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> Any:
+        return _failure_text(excinfo) or super().repr_failure(excinfo)
+
+
+class GateItem(VgateItem):
+    """One gate of a gates file, re-executed through the fail-closed runner."""
+
+    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    def evaluate(self) -> dict[str, Any]:
+        res = resources(self.config)
+        ctx = RunContext(
+            root=self.gate.root,
+            default_timeout=res.default_timeout(self),
+            inventory=res.inventory_for(self.gate.root),
+            sys_path=tuple(sys.path),
+        )
+        base_root = res.base_root_for(self.gate)
+        base_ctx = replace(ctx, root=base_root) if base_root is not None else None
+        return evaluate_gate(
+            self.gate,
+            ctx,
+            strict=res.settings.strict,
+            evidence=res.evidence_for(self.gate.root),
+            base_ctx=base_ctx,
+            require_red=res.settings.require_red,
+        ).to_payload()
+
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
+        return self.path, max(self.gate.line - 1, 0), f"vgate: {self.gate.id}"
+
+
+class VerifierItem(VgateItem):
+    """A ``@verifier`` function found in a test module, run in its own process."""
+
+    def __init__(self, *, target: VerifierTarget, line: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.line = line
+
+    def evaluate(self) -> dict[str, Any]:
+        res = resources(self.config)
+        ctx = RunContext(
+            root=self.config.rootpath,
+            default_timeout=res.default_timeout(self),
+            sys_path=tuple(sys.path),
+        )
+        gate = Gate(
+            id=self.name,
+            type=GateType.PYTHON,
+            verifiers=(f"{self.target.module}:{self.target.qualname}",),
+            tools=self.target.tools,
+            root=self.config.rootpath,
+            source=self.path,
+            line=self.line,
+        )
+        payload = decide(gate, run_verifier(self.target, ctx)).to_payload()
+        payload["kind"] = "verifier"
+        return payload
+
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
+        return self.path, max(self.line - 1, 0), f"verifier: {self.name}"

@@ -1,0 +1,169 @@
+"""Command-line options and their ini twins, resolved once into plain ``Settings``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_vgate.runner import DEFAULT_TIMEOUT
+
+# (option, ini name, help). Every option has an ini twin of the same name with "_".
+_HELP = {
+    "vgate": "a gates file (YAML) whose gates and citations become items; repeatable",
+    "vgate_base": "also run every gate on this git revision (a worktree) to obtain red evidence",
+    "vgate_require_red": "a green gate without red evidence fails (cause broken_test)",
+    "vgate_strict": "semantic/self_review gates fail instead of being skipped",
+    "vgate_timeout": f"default deadline per check in seconds (default {DEFAULT_TIMEOUT:g})",
+    "vgate_ledger": "evidence ledger folder (default: .vgate/ under each gates root)",
+    "vgate_report": "write the JSON report of gates and citations to this file",
+    "vgate_fix": "rewrite drifted citations in place before checking them",
+    "vgate_cite": "a document whose FILE:LINE citations become items; repeatable",
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("vgate", "verification gates (pytest-vgate)")
+    group.addoption(
+        "--vgate", action="append", dest="vgate", metavar="PATH", default=None, help=_HELP["vgate"]
+    )
+    group.addoption(
+        "--vgate-base", dest="vgate_base", metavar="REF", default=None, help=_HELP["vgate_base"]
+    )
+    group.addoption(
+        "--vgate-require-red",
+        dest="vgate_require_red",
+        action="store_true",
+        default=None,
+        help=_HELP["vgate_require_red"],
+    )
+    group.addoption(
+        "--vgate-strict",
+        dest="vgate_strict",
+        action="store_true",
+        default=None,
+        help=_HELP["vgate_strict"],
+    )
+    group.addoption(
+        "--vgate-timeout",
+        dest="vgate_timeout",
+        metavar="SECONDS",
+        default=None,
+        help=_HELP["vgate_timeout"],
+    )
+    group.addoption(
+        "--vgate-ledger",
+        dest="vgate_ledger",
+        metavar="PATH",
+        default=None,
+        help=_HELP["vgate_ledger"],
+    )
+    group.addoption(
+        "--vgate-report",
+        dest="vgate_report",
+        metavar="PATH",
+        default=None,
+        help=_HELP["vgate_report"],
+    )
+    group.addoption(
+        "--vgate-fix", dest="vgate_fix", action="store_true", default=None, help=_HELP["vgate_fix"]
+    )
+    group.addoption(
+        "--vgate-cite",
+        action="append",
+        dest="vgate_cite",
+        metavar="FILE",
+        default=None,
+        help=_HELP["vgate_cite"],
+    )
+    parser.addini("vgate", _HELP["vgate"], type="paths", default=[])
+    parser.addini("vgate_cite", _HELP["vgate_cite"], type="paths", default=[])
+    parser.addini("vgate_base", _HELP["vgate_base"], default="")
+    parser.addini("vgate_require_red", _HELP["vgate_require_red"], type="bool", default=False)
+    parser.addini("vgate_strict", _HELP["vgate_strict"], type="bool", default=False)
+    parser.addini("vgate_timeout", _HELP["vgate_timeout"], default="")
+    parser.addini("vgate_ledger", _HELP["vgate_ledger"], default="")
+    parser.addini("vgate_report", _HELP["vgate_report"], default="")
+    parser.addini("vgate_fix", _HELP["vgate_fix"], type="bool", default=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved vgate options of one session (command line wins over ini)."""
+
+    gates_files: tuple[Path, ...] = ()
+    cite_files: tuple[Path, ...] = ()
+    base: str | None = None
+    require_red: bool = False
+    strict: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    timeout_given: bool = False
+    ledger: Path | None = None
+    report: Path | None = None
+    fix: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.gates_files or self.cite_files)
+
+
+def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:
+    given = config.getoption(name)
+    if given:
+        base = config.invocation_params.dir
+        found = [(base / p).resolve() for p in given]
+    else:
+        found = [Path(p).resolve() for p in config.getini(name)]
+    unique: dict[Path, None] = dict.fromkeys(found)
+    return tuple(unique)
+
+
+def _value(config: pytest.Config, name: str) -> str | None:
+    given = config.getoption(name)
+    if given is not None:
+        return str(given)
+    ini = str(config.getini(name) or "").strip()
+    return ini or None
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    given = config.getoption(name)
+    return bool(given) if given is not None else bool(config.getini(name))
+
+
+def _path(config: pytest.Config, name: str) -> Path | None:
+    given = config.getoption(name)
+    if given:
+        return (config.invocation_params.dir / str(given)).resolve()
+    ini = str(config.getini(name) or "").strip()
+    return (config.rootpath / ini).resolve() if ini else None
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Resolve options and ini into ``Settings``; bad values are usage errors."""
+    raw_timeout = _value(config, "vgate_timeout")
+    timeout = DEFAULT_TIMEOUT
+    if raw_timeout is not None:
+        try:
+            timeout = float(raw_timeout)
+        except ValueError:
+            timeout = math.nan
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise pytest.UsageError(
+                f"--vgate-timeout / vgate_timeout must be a positive number of seconds, "
+                f"not {raw_timeout!r}"
+            )
+    return Settings(
+        gates_files=_paths(config, "vgate"),
+        cite_files=_paths(config, "vgate_cite"),
+        base=_value(config, "vgate_base"),
+        require_red=_flag(config, "vgate_require_red"),
+        strict=_flag(config, "vgate_strict"),
+        timeout=timeout,
+        timeout_given=raw_timeout is not None,
+        ledger=_path(config, "vgate_ledger"),
+        report=_path(config, "vgate_report"),
+        fix=_flag(config, "vgate_fix"),
+    )

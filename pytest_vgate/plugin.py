@@ -1,0 +1,256 @@
+"""The pytest layer: options, collection of gates files, reports, summary.
+
+Thin by design: hooks gather settings and session resources, items call the
+core, and the controller (never an xdist worker) writes the ledger, the JSON
+report and the summary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vgate import items as _items
+from pytest_vgate.baseline import BaseTrees
+from pytest_vgate.controller import Controller
+from pytest_vgate.options import Settings, add_options, read_settings
+from pytest_vgate.session import RESOURCES, Resources, is_worker
+from pytest_vgate.spec import GatesFile, GatesFileError, GateType, load_gates_file
+from pytest_vgate.tools import ToolInventory
+from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
+from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
+
+MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytest-vgate"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    settings = read_settings(config)
+    res = Resources(settings=settings)
+    config.stash[RESOURCES] = res
+    if not settings.enabled:
+        return
+    for path in (*settings.gates_files, *settings.cite_files):
+        if not path.exists():
+            raise pytest.UsageError(f"pytest-vgate: file not found: {path}")
+    _add_collection_args(config, settings)
+    loaded = _load_quietly(settings)
+    res.cache["loaded"] = loaded
+    if is_worker(config):
+        _adopt_controller_resources(config, res)
+    else:
+        _prepare_controller_resources(config, res, loaded)
+
+
+def _add_collection_args(config: pytest.Config, settings: Settings) -> None:
+    """Make gates files and cited documents collection arguments, so they collect natively."""
+    present = {Path(str(arg).split("::")[0]).resolve() for arg in config.args}
+    for path in (*settings.gates_files, *settings.cite_files):
+        if path not in present:
+            config.args.append(str(path))
+
+
+def _load_quietly(settings: Settings) -> list[GatesFile]:
+    """Load gates files for session-wide work; errors are reported by collection instead."""
+    loaded = []
+    for path in settings.gates_files:
+        try:
+            loaded.append(load_gates_file(path))
+        except GatesFileError:
+            continue
+    return loaded
+
+
+def tool_ids(loaded: list[GatesFile]) -> list[str]:
+    """Every tool the session may run: declared tools and bare program names."""
+    ids: dict[str, None] = {}
+    for gates_file in loaded:
+        for tool in gates_file.default_tools:
+            ids[tool] = None
+        for gate in gates_file.gates:
+            for tool in gate.tools:
+                ids[tool] = None
+            if (
+                gate.argv
+                and "/" not in gate.argv[0]
+                and gate.type in (GateType.COMMAND, GateType.CODE)
+            ):
+                ids[gate.argv[0]] = None
+    return list(ids)
+
+
+def _prepare_controller_resources(
+    config: pytest.Config, res: Resources, loaded: list[GatesFile]
+) -> None:
+    for root in dict.fromkeys(g.root for g in loaded):
+        res.inventories[str(root)] = ToolInventory.build(
+            tool_ids([g for g in loaded if g.root == root]),
+            root=root,
+            path_env=os.environ.get("PATH"),
+        )
+    controller = Controller(config, res, loaded)
+    config.pluginmanager.register(controller, "vgate-controller")
+    controller.prepare()
+
+
+def _adopt_controller_resources(config: pytest.Config, res: Resources) -> None:
+    data: dict[str, Any] = config.workerinput.get("vgate", {})  # type: ignore[attr-defined]
+    for root, inventory in data.get("inventories", {}).items():
+        res.inventories[root] = ToolInventory.from_dict(inventory)
+    for root, trees in data.get("base_trees", {}).items():
+        res.base_trees[root] = BaseTrees.from_dict(trees)
+    res.fixed_citations = dict(data.get("fixed_citations", {}))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    res = parent.config.stash.get(RESOURCES, None)
+    if res is None or not res.settings.enabled:
+        return None
+    resolved = file_path.resolve()
+    if resolved in res.settings.gates_files:
+        return _items.GatesFileNode.from_parent(parent, path=file_path)
+    if resolved in res.settings.cite_files:
+        from pytest_vgate.citation_items import CitationDocumentNode
+
+        return CitationDocumentNode.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    res = config.stash.get(RESOURCES, None)
+    if res is None or not res.settings.enabled:
+        return None
+    loaded: list[GatesFile] = res.cache.get("loaded", [])
+    lines = []
+    for path in res.settings.gates_files:
+        count = next((len(g.gates) for g in loaded if g.path == path), None)
+        shown = _rel(path, config.rootpath)
+        lines.append(
+            f"vgate: {shown} ({count} gates)"
+            if count is not None
+            else f"vgate: {shown} (invalid: see collection errors)"
+        )
+    for path in res.settings.cite_files:
+        lines.append(f"vgate: citations in {_rel(path, config.rootpath)}")
+    for trees in res.base_trees.values():
+        for tree in trees.trees.values():
+            lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}) at {tree.path}")
+    if config.option.verbose > 0:
+        for inventory in res.inventories.values():
+            lines.extend(f"vgate tool: {line}" for line in inventory.summary_lines())
+    return lines
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> pytest.Item | None:
+    """A ``@verifier`` function in a test module becomes a VerifierItem (named by its id)."""
+    spec = find_verifier_spec(obj)
+    if spec is None or not callable(obj):
+        return None
+    target = VerifierTarget.from_callable(obj)
+    code = getattr(obj, "__code__", None)
+    item = _items.VerifierItem.from_parent(
+        collector,
+        name=spec.id or name,
+        target=target,
+        line=code.co_firstlineno if code else 0,
+    )
+    item.add_marker(_items.MARKER)
+    return item
+
+
+def _is_vgate_item(item: pytest.Item) -> bool:
+    from pytest_vgate.citation_items import CitationItem
+
+    return isinstance(item, (_items.VgateItem, CitationItem))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when != "call":
+        return report
+    payload = getattr(item, "vgate_payload", None)
+    if payload is not None:
+        # A plain dict attribute survives xdist's report serialisation.
+        report.vgate = payload  # type: ignore[attr-defined]
+        if report.skipped and isinstance(item, _items.GateItem):
+            # Point the skip at the gate in its gates file, not at our code.
+            report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload['detail']}")
+    elif not _is_vgate_item(item) and item.get_closest_marker(_items.MARKER) is not None:
+        tag_marked_test(item, call, report)
+    return report
+
+
+def tag_marked_test(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """An ordinary test marked ``vgate``: its failure gets a mode and a cause."""
+    mode = mode_of_exception(call.excinfo)
+    if mode is None:
+        return
+    cause = DEFAULT_CAUSE[mode]
+    report.user_properties.append(("vgate_mode", mode.value))
+    if cause is not None:
+        report.user_properties.append(("vgate_cause", cause.value))
+    report.vgate = {  # type: ignore[attr-defined]
+        "kind": "test",
+        "id": item.nodeid,
+        "ok": mode is Mode.PASS,
+        "mode": mode.value,
+        "cause": cause.value if cause else None,
+        "detail": str(call.excinfo.value)[:500] if call.excinfo else "",
+        "duration": round(call.duration, 6),
+    }
+
+
+def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mode | None:
+    """pass / fail (assertion, pytest.fail) / timeout (pytest-timeout) / error / panic."""
+    if excinfo is None:
+        return Mode.PASS
+    exc = excinfo.value
+    if isinstance(exc, pytest.skip.Exception):
+        return None
+    if isinstance(exc, pytest.fail.Exception):
+        return Mode.TIMEOUT if str(exc).startswith("Timeout") else Mode.FAIL
+    if isinstance(exc, AssertionError):
+        return Mode.FAIL
+    if isinstance(exc, Exception):
+        return Mode.ERROR
+    return Mode.PANIC
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout: our items keep their own deadline (and kill their own processes);
+    its timeout becomes their default deadline instead of a thread that kills pytest."""
+    if not _is_vgate_item(item):
+        return None
+    timeout = getattr(settings, "timeout", None)
+    if isinstance(timeout, (int, float)) and timeout > 0:
+        item.vgate_pytest_timeout = float(timeout)  # type: ignore[attr-defined]
+    return True
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
+    return True if _is_vgate_item(item) else None

@@ -1,0 +1,391 @@
+"""The one place that starts and kills processes.
+
+No shell, stdin closed, the caller's environment used exactly as given, a new process
+group (session) per run, bounded capture that keeps draining both pipes, and a deadline
+that kills the whole group. Nothing of the group survives a run: when the main process
+exits, whatever it left behind in its group is killed too.
+
+Exit codes: ``exit_code`` is the process's own status when it ran to exit, negative
+(``-N``) when a signal ``N`` ended it that we did not send. After a deadline
+(``timed_out``) it is ``None``: the status then reflects our kill, not the check's answer.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
+KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
+DRAIN_GRACE = 1.0  # seconds to read the pipes after the group was killed
+ABANDON_AFTER = 5.0  # seconds after SIGKILL before we stop waiting (stuck in the kernel)
+POLL_INTERVAL = 0.05  # exit polling period where pidfd_open is unavailable
+CHUNK = 64 * 1024
+_USE_PIDFD = hasattr(os, "pidfd_open")  # tests switch it off to exercise the polling path
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a process run observed. Exactly one of: exited, timed out, or failed to spawn."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None  # returncode when it exited (negative: killed by signal N)
+    stdout: str  # decoded with replacement; head + marker + tail when over the limit
+    stderr: str
+    stdout_bytes: int  # total bytes the process wrote, kept or not
+    stderr_bytes: int
+    duration: float
+    timed_out: bool = False
+    spawn_error: str | None = None  # e.g. "No such file or directory: 'frob'"
+    spawn_errno: int | None = None  # errno of the spawn failure (ENOENT, EACCES, ...)
+    # What the spawn failed on: "program" (exec of argv[0]), "interpreter" (argv[0] exists
+    # but its #! interpreter does not), "cwd", "argv" (rejected before spawning: empty,
+    # a string, NUL bytes, a bad env), "system" (fork/pipe limits).
+    spawn_target: str | None = None
+    pid: int | None = None  # the main process (also its process group id)
+
+    @property
+    def signal(self) -> int | None:
+        return -self.exit_code if self.exit_code is not None and self.exit_code < 0 else None
+
+    @property
+    def program_not_found(self) -> bool:
+        """True when argv[0] itself does not exist (mode ``unavailable``), not other spawns."""
+        return self.spawn_target == "program" and self.spawn_errno in (errno.ENOENT, errno.ENOTDIR)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["argv"] = list(self.argv)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProcessResult:
+        d = dict(data)
+        d["argv"] = tuple(d["argv"])
+        return cls(**d)
+
+
+class _Capture:
+    """Keeps the first and the last ``limit // 2`` bytes of a stream and counts all of it."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit, 0) // 2
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data or self.half == 0:
+            return
+        self.tail.append(data)
+        self.tail_len += len(data)
+        while self.tail and self.tail_len - len(self.tail[0]) >= self.half:
+            self.tail_len -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)[-self.half :] if self.half else b""
+        omitted = self.total - len(self.head) - len(tail)
+        head_s = self.head.decode("utf-8", errors="replace")
+        tail_s = tail.decode("utf-8", errors="replace")
+        if omitted <= 0:
+            return head_s + tail_s
+        sep = "" if not head_s or head_s.endswith("\n") else "\n"
+        return f"{head_s}{sep}[... pytest-vgate: {omitted} bytes omitted ...]\n{tail_s}"
+
+
+def kill_process_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to a process group; a group that is already gone is not an error.
+
+    Refuses group 0 and our own group: ``killpg`` would hit the caller (pytest) itself.
+    """
+    if pgid <= 1 or pgid == os.getpgrp():
+        raise ValueError(f"refusing to signal process group {pgid}: not a check's own group")
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # macOS: a group holding only zombies answers EPERM
+        pass
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` is a running process; a zombie (exited, unreaped) counts as dead."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:  # no procfs (macOS) or it just vanished: trust kill(0)
+        return True
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def _spawn_failure(
+    argv: tuple[str, ...], start: float, message: str, err: int | None, target: str
+) -> ProcessResult:
+    return ProcessResult(
+        argv=argv,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        stdout_bytes=0,
+        stderr_bytes=0,
+        duration=time.monotonic() - start,
+        spawn_error=message,
+        spawn_errno=err,
+        spawn_target=target,
+    )
+
+
+def _program_exists(program: str, cwd: str, env: Mapping[str, str]) -> bool:
+    """Whether argv[0] names an existing file, resolved as exec would (PATH from ``env``)."""
+    if os.sep in program:
+        return os.path.isfile(os.path.join(cwd, program))
+    dirs = os.get_exec_path(dict(env))
+    return any(os.path.isfile(os.path.join(cwd, d, program)) for d in dirs)
+
+
+def _classify(exc: OSError, argv: tuple[str, ...], cwd: str, env: Mapping[str, str]) -> str:
+    if exc.filename is not None and os.fspath(exc.filename) == cwd:
+        return "cwd"
+    if exc.errno in (errno.EAGAIN, errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+        return "system"
+    if exc.errno == errno.ENOENT and _program_exists(argv[0], cwd, env):
+        return "interpreter"
+    return "program"
+
+
+def _main_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the main process exited, without reaping it (its pid keeps the group id)."""
+    if hasattr(os, "waitid"):
+        try:
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            return os.waitid(os.P_PID, proc.pid, flags) is not None
+        except ChildProcessError:  # already reaped
+            return True
+    return proc.poll() is not None
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str],
+    timeout: float,
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+) -> ProcessResult:
+    """Run argv without a shell and never raise for anything the process does.
+
+    ``env`` is the complete environment (nothing is inherited; argv[0] without a slash is
+    looked up on ``env``'s PATH). Raises ``ValueError`` only for a NaN timeout or a
+    negative capture limit, which are the caller's bugs.
+    """
+    start = time.monotonic()
+    if math.isnan(timeout) or capture_limit < 0:
+        raise ValueError(f"invalid timeout {timeout!r} or capture_limit {capture_limit!r}")
+    if isinstance(argv, (str, bytes)):
+        msg = "argv must be a list of arguments, not a string (no shell is used)"
+        return _spawn_failure((str(argv),), start, msg, None, "argv")
+    args = tuple(argv)
+    if not args:
+        return _spawn_failure(args, start, "empty command: nothing to run", None, "argv")
+    cwd_s = os.fspath(cwd)
+    try:
+        proc = subprocess.Popen(
+            list(args),
+            cwd=cwd_s,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            shell=False,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        target = _classify(exc, args, cwd_s, env)
+        text = f"{exc.strerror or exc}: {exc.filename!r}" if exc.filename else str(exc)
+        return _spawn_failure(args, start, text, exc.errno, target)
+    except (ValueError, TypeError) as exc:  # NUL bytes, bad env names, non-str arguments
+        return _spawn_failure(args, start, str(exc), None, "argv")
+    return _supervise(proc, args, start, timeout, capture_limit)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    args: tuple[str, ...],
+    start: float,
+    timeout: float,
+    capture_limit: int,
+) -> ProcessResult:
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    captures = {out_fd: _Capture(capture_limit), err_fd: _Capture(capture_limit)}
+    sel = selectors.DefaultSelector()
+    pidfd: int | None = None
+    finished = False
+    try:
+        for fd in (out_fd, err_fd):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        if _USE_PIDFD:
+            try:
+                pidfd = os.pidfd_open(proc.pid)
+                sel.register(pidfd, selectors.EVENT_READ)
+            except OSError:  # ENOSYS / EPERM in some sandboxes: fall back to polling
+                pidfd = None
+        next_signal_at = start + max(timeout, 0.0)  # SIGTERM, then SIGKILL, then give up
+        stage = 0  # 0: running, 1: SIGTERM sent, 2: SIGKILL sent
+        exited = False
+        timed_out = False
+        drain_until = math.inf
+        open_fds = {out_fd, err_fd}
+        while open_fds and time.monotonic() < drain_until:
+            now = time.monotonic()
+            wake = drain_until if exited else next_signal_at
+            wait = max(0.0, wake - now)
+            if pidfd is None and not exited:
+                wait = min(wait, POLL_INTERVAL)
+            for key, _ in sel.select(None if math.isinf(wait) else wait):
+                fd = int(key.fd)
+                if fd == pidfd:
+                    continue  # handled by _main_exited below
+                if not _read_some(fd, captures[fd]):
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+            if not exited and _main_exited(proc):
+                exited = True
+                # The main process is a zombie until reaped, so its pid still names the
+                # group: kill what it left behind before reaping, then drain briefly.
+                kill_process_group(proc.pid, signal.SIGKILL)
+                drain_until = time.monotonic() + DRAIN_GRACE
+                if pidfd is not None:
+                    sel.unregister(pidfd)
+                continue
+            now = time.monotonic()
+            if not exited and now >= next_signal_at:
+                if stage == 0:
+                    timed_out = True
+                    kill_process_group(proc.pid, signal.SIGTERM)
+                    stage, next_signal_at = 1, now + KILL_GRACE
+                elif stage == 1:
+                    kill_process_group(proc.pid, signal.SIGKILL)
+                    stage, next_signal_at = 2, now + ABANDON_AFTER
+                else:
+                    break  # unkillable (stuck in the kernel): stop waiting
+        if not exited and not open_fds:
+            # Both pipes closed while the main process may run on: wait for its exit
+            # or the deadline without pipes to watch.
+            timed_out = _wait_without_pipes(proc, next_signal_at, timed_out, stage)
+        finished = True
+    finally:
+        if not finished:  # KeyboardInterrupt or a bug of ours: leave nothing behind
+            kill_process_group(proc.pid, signal.SIGKILL)
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        proc.stdout.close()
+        proc.stderr.close()
+        if not finished:
+            _reap(proc)
+    returncode = _reap(proc)
+    out, err = captures[out_fd], captures[err_fd]
+    return ProcessResult(
+        argv=args,
+        exit_code=None if timed_out else returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        duration=time.monotonic() - start,
+        timed_out=timed_out,
+        pid=proc.pid,
+    )
+
+
+def _read_some(fd: int, capture: _Capture) -> bool:
+    """Read what is available (bounded per call to stay responsive); False at EOF."""
+    for _ in range(16):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:  # EIO and friends: treat the stream as ended
+            return False
+        if not data:
+            return False
+        capture.feed(data)
+    return True
+
+
+def _wait_without_pipes(
+    proc: subprocess.Popen[bytes], next_at: float, timed_out: bool, stage: int
+) -> bool:
+    """The process closed both pipes but may run on: poll for its exit under the deadline.
+
+    Returns whether the deadline passed.
+    """
+    while True:
+        if _main_exited(proc):
+            kill_process_group(proc.pid, signal.SIGKILL)
+            return timed_out
+        now = time.monotonic()
+        if now >= next_at:
+            if stage == 0:
+                timed_out = True
+                kill_process_group(proc.pid, signal.SIGTERM)
+                stage, next_at = 1, now + KILL_GRACE
+            elif stage == 1:
+                kill_process_group(proc.pid, signal.SIGKILL)
+                stage, next_at = 2, now + ABANDON_AFTER
+            else:
+                return timed_out
+        time.sleep(min(POLL_INTERVAL, max(0.0, next_at - now)))
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return proc.wait(timeout=ABANDON_AFTER)
+    except subprocess.TimeoutExpired:  # unkillable; Popen's finalizer reaps it later
+        return None
+
+
+def run_git(args: Sequence[str], *, cwd: Path | str, timeout: float = 60.0) -> ProcessResult:
+    """Run the ``git`` on the caller's PATH with a minimal environment.
+
+    Only PATH and HOME come from the caller (HOME for the user's identity and config);
+    LANG=C keeps messages parseable; GIT_TERMINAL_PROMPT=0 makes auth failures fail
+    instead of waiting for a password on a closed stdin.
+    """
+    env = {"LANG": "C", "GIT_TERMINAL_PROMPT": "0"}
+    for name in ("PATH", "HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    git = shutil.which("git", path=env.get("PATH", os.defpath)) or "git"
+    return run_process([git, *args], cwd=cwd, env=env, timeout=timeout)

@@ -1,0 +1,245 @@
+"""The one fail-closed runner: every check of every kind goes through ``run_check``.
+
+``run_check`` never raises (except ``KeyboardInterrupt``, which is the user's and
+stops the session as in plain pytest). Whatever goes wrong, ours or the check's,
+becomes a failed ``Verdict`` with a mode and a cause; no path yields a pass from
+an error.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vgate.cell import build_env, check_cell
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
+from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping
+from pytest_vgate.tools import ToolInventory, toolchain_bin
+from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
+
+if TYPE_CHECKING:
+    from pytest_vgate.verifiers import VerifierTarget
+
+DEFAULT_TIMEOUT = 60.0
+JUDGMENT_TYPES = (GateType.SEMANTIC, GateType.SELF_REVIEW)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a run needs besides the gate, passed as values (never a pytest config).
+
+    ``root`` is the tree the check runs on: the gates root, or its image inside the
+    base worktree for a red run. ``inventory`` is the session's tool inventory; without
+    one (library use) tools are resolved on the spot.
+    """
+
+    root: Path
+    default_timeout: float = DEFAULT_TIMEOUT
+    caller_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    inventory: ToolInventory | None = None
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    sys_path: tuple[str, ...] = ()
+
+
+def gate_timeout(gate: Gate, ctx: RunContext) -> float:
+    return gate.timeout if gate.timeout is not None else ctx.default_timeout
+
+
+def run_check(gate: Gate, ctx: RunContext) -> Verdict:
+    """Run one gate's check on ``ctx.root`` and return what was observed. Never raises."""
+    return _guarded(lambda: _dispatch(gate, ctx), f"gate {gate.id!r}", gate.argv)
+
+
+def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
+    """Run one ``@verifier`` function collected from a test module. Never raises."""
+    from pytest_vgate.verifiers import run_verifiers
+
+    return _guarded(
+        lambda: run_verifiers(
+            [target],
+            root=ctx.root,
+            timeout=ctx.default_timeout,
+            tools=ctx.inventory,
+            sys_path=ctx.sys_path,
+            caller_env=ctx.caller_env,
+            capture_limit=ctx.capture_limit,
+        ),
+        f"verifier {target.display!r}",
+        (),
+    )
+
+
+def _guarded(run: Callable[[], Verdict], what: str, argv: tuple[str, ...]) -> Verdict:
+    started = time.monotonic()
+    try:
+        verdict = run()
+    except KeyboardInterrupt:
+        raise
+    # Catch-all by design: this is the fail-closed boundary. Any bug of ours or any
+    # exception a check provokes becomes a failed verdict, never a pass or a crash.
+    except Exception as exc:  # noqa: BLE001
+        verdict = Verdict.failed(
+            Mode.ERROR,
+            f"internal error in pytest-vgate while running {what}: {type(exc).__name__}: {exc}",
+            errors=(traceback.format_exc(limit=8),),
+            command=argv,
+        )
+    except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from inside a check
+        verdict = Verdict.failed(
+            Mode.PANIC,
+            f"{type(exc).__name__} escaped while running {what}: {exc!r}",
+            command=argv,
+        )
+    if verdict.duration == 0.0:
+        verdict = replace(verdict, duration=time.monotonic() - started)
+    return verdict
+
+
+def _dispatch(gate: Gate, ctx: RunContext) -> Verdict:
+    if gate.type in JUDGMENT_TYPES:
+        return Verdict(
+            mode=Mode.JUDGMENT,
+            detail=f"{gate.type.value} gates need a rubric and a judge, not re-execution",
+        )
+    if gate.type is GateType.PYTHON:
+        return _run_verifier_gate(gate, ctx)
+    return run_command(gate, ctx)
+
+
+def run_command(gate: Gate, ctx: RunContext) -> Verdict:
+    """The command oracle, shared by ``command`` and ``code`` gates (one mechanism)."""
+    if not gate.argv:
+        return Verdict.failed(
+            Mode.BLANK, f"gate {gate.id!r} has an empty check: nothing can be re-executed"
+        )
+    timeout = gate_timeout(gate, ctx)
+    tool_id = gate.argv[0]
+    cwd = (ctx.root / gate.cwd).resolve()
+    if not cwd.is_dir():
+        return Verdict.failed(
+            Mode.CRASH, f"the check's folder {cwd} does not exist", command=gate.argv
+        )
+    if ctx.inventory is not None and tool_id in ctx.inventory:
+        inventory = ctx.inventory
+    else:  # library use, or a path-like program that belongs to the tree under test
+        inventory = ToolInventory.build(
+            [tool_id], root=ctx.root, path_env=ctx.caller_env.get("PATH"), cwd=cwd
+        )
+    check = inventory.verify(tool_id)
+    if check.mode is Mode.UNAVAILABLE:
+        if "/" in tool_id and (cwd / tool_id).is_file():
+            return Verdict.failed(
+                Mode.CRASH, f"could not start {tool_id!r}: {check.message}", command=gate.argv
+            )
+        return Verdict.failed(Mode.UNAVAILABLE, check.message, command=gate.argv)
+    if not check.ok or check.entry.path is None:
+        return Verdict.failed(
+            Mode.SANDBOX,
+            f"tool {tool_id!r} changed since the inventory was taken; not executed: "
+            f"{check.message}",
+            command=gate.argv,
+            extra={
+                "expected_sha256": check.expected_sha256,
+                "found_sha256": check.found_sha256,
+            },
+        )
+    record = check.entry.record()
+    argv = (check.entry.path, *gate.argv[1:])
+    with check_cell() as cell:
+        env = build_env(
+            cell,
+            pass_names=gate.env.pass_names,
+            set_values=dict(gate.env.set_values),
+            caller_env=ctx.caller_env,
+            path_prefix=[str(toolchain_bin(ctx.root))],
+        )
+        result = run_process(
+            argv, cwd=cwd, env=env, timeout=timeout, capture_limit=ctx.capture_limit
+        )
+    return verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+
+
+def verdict_from_process(
+    gate: Gate,
+    result: ProcessResult,
+    *,
+    timeout: float,
+    tools: tuple[ToolRecord, ...] = (),
+) -> Verdict:
+    """Map what a process did onto the mode vocabulary (documented in docs/modes.md)."""
+    common: dict[str, Any] = {
+        "command": gate.argv,
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "stdout_bytes": result.stdout_bytes,
+        "stderr_bytes": result.stderr_bytes,
+        "duration": result.duration,
+        "tools": tools,
+    }
+    if result.spawn_error is not None:
+        # ENOENT: the program (or its #! interpreter) is not there.
+        mode = Mode.UNAVAILABLE if result.spawn_errno == errno.ENOENT else Mode.CRASH
+        return Verdict.failed(
+            mode, f"could not start {gate.argv[0]!r}: {result.spawn_error}", **common
+        )
+    if result.timed_out:
+        return Verdict.failed(
+            Mode.TIMEOUT,
+            f"no answer within the deadline of {timeout:g}s; the process group was killed",
+            **common,
+        )
+    code = result.exit_code
+    if code is not None and code < 0:
+        return Verdict.failed(
+            Mode.CRASH, f"killed by signal {-code} before it could answer", **common
+        )
+    if code in gate.expect:
+        return Verdict(mode=Mode.PASS, **common)
+    expected = ", ".join(str(c) for c in gate.expect)
+    return Verdict.failed(
+        Mode.FAIL, f"exit code {code}, expected {expected}", cause=Cause.PRODUCT, **common
+    )
+
+
+def _run_verifier_gate(gate: Gate, ctx: RunContext) -> Verdict:
+    from pytest_vgate.verifiers import run_verifier_refs
+
+    return run_verifier_refs(gate, ctx)
+
+
+def run_oracle_check(gate: Gate | Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+    """Library API: re-execute one gate (a ``Gate`` or a plain dict) and return the verdict.
+
+    Accepts the gates.yaml shape and the seed envelope shape (``verification_type`` +
+    ``command``). Never raises: an invalid gate is a verdict with mode ``error``.
+    """
+    try:
+        if isinstance(gate, Gate):
+            parsed = gate
+        elif isinstance(gate, Mapping):
+            data = dict(gate)
+            data.setdefault("id", "gate")
+            parsed = gate_from_mapping(data, root=Path.cwd())
+        else:
+            return Verdict.failed(
+                Mode.ERROR,
+                f"run_oracle_check() takes a Gate or a mapping, not {type(gate).__name__}",
+            )
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            return Verdict.failed(
+                Mode.ERROR, f"timeout must be a positive number of seconds, not {timeout!r}"
+            )
+    except GatesFileError as exc:
+        return Verdict.failed(Mode.ERROR, f"invalid gate: {exc}")
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the public API promises never to raise
+        return Verdict.failed(Mode.ERROR, f"invalid gate: {type(exc).__name__}: {exc}")
+    return run_check(parsed, RunContext(root=parsed.root, default_timeout=float(timeout)))

@@ -1,0 +1,549 @@
+"""The gates file: load, validate and normalise ``gates.yaml`` into typed gates.
+
+Pure data; never imports pytest. Every problem a user can fix is a
+``GatesFileError`` naming ``FILE:LINE`` and the key. The key vocabulary below is the
+single source of truth; ``gates.schema.json`` is tested against it. Value rules live in
+``_gatevalues``, YAML reading with line numbers in ``_yaml``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import glob
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from pytest_vgate import _gatevalues as values
+from pytest_vgate._yaml import YamlError, load_yaml
+
+
+class GateType(str, enum.Enum):
+    COMMAND = "command"
+    CODE = "code"
+    PYTHON = "python"
+    SEMANTIC = "semantic"
+    SELF_REVIEW = "self_review"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RedPolicy(str, enum.Enum):
+    REQUIRED = "required"
+    NOT_REQUIRED = "not-required"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Which caller variables reach a check (``pass``) and which are set (``set``)."""
+
+    pass_names: tuple[str, ...] = ()
+    set_values: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pass": list(self.pass_names), "set": dict(self.set_values)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvSpec:
+        return cls(tuple(data.get("pass", ())), tuple(dict(data.get("set", {})).items()))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One validated gate. ``argv`` is the check split with shlex (empty when blank)."""
+
+    id: str
+    type: GateType = GateType.COMMAND
+    claim: str = ""
+    check: str = ""
+    argv: tuple[str, ...] = ()
+    expect: tuple[int, ...] = (0,)
+    timeout: float | None = None
+    cwd: str = "."
+    env: EnvSpec = field(default_factory=EnvSpec)
+    tools: tuple[str, ...] = ()
+    red: RedPolicy = RedPolicy.REQUIRED
+    red_exit: tuple[int, ...] | None = None
+    overlay: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    stale_at: str | None = None  # ISO 8601, UTC
+    verifiers: tuple[str, ...] = ()  # "module:function" references
+    root: Path = field(default_factory=Path.cwd)
+    source: Path | None = None  # the gates file
+    line: int = 0  # line of the gate in the gates file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type.value,
+            "claim": self.claim,
+            "check": self.check,
+            "argv": list(self.argv),
+            "expect": list(self.expect),
+            "timeout": self.timeout,
+            "cwd": self.cwd,
+            "env": self.env.to_dict(),
+            "tools": list(self.tools),
+            "red": self.red.value,
+            "red_exit": list(self.red_exit) if self.red_exit is not None else None,
+            "overlay": list(self.overlay),
+            "inputs": list(self.inputs),
+            "stale_at": self.stale_at,
+            "verifiers": list(self.verifiers),
+            "root": str(self.root),
+            "source": str(self.source) if self.source else None,
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Gate:
+        """Rebuild a gate from ``to_dict()`` output (e.g. on an xdist worker); no validation."""
+        red_exit = data.get("red_exit")
+        source = data.get("source")
+        return cls(
+            id=data["id"],
+            type=GateType(data.get("type", "command")),
+            claim=data.get("claim", ""),
+            check=data.get("check", ""),
+            argv=tuple(data.get("argv", ())),
+            expect=tuple(data.get("expect", (0,))),
+            timeout=data.get("timeout"),
+            cwd=data.get("cwd", "."),
+            env=EnvSpec.from_dict(data.get("env", {})),
+            tools=tuple(data.get("tools", ())),
+            red=RedPolicy(data.get("red", "required")),
+            red_exit=tuple(red_exit) if red_exit is not None else None,
+            overlay=tuple(data.get("overlay", ())),
+            inputs=tuple(data.get("inputs", ())),
+            stale_at=data.get("stale_at"),
+            verifiers=tuple(data.get("verifiers", ())),
+            root=Path(data["root"]),
+            source=Path(source) if source else None,
+            line=int(data.get("line", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class GatesFile:
+    """A loaded gates file: its gates in file order and the citation documents it names."""
+
+    path: Path
+    root: Path
+    gates: tuple[Gate, ...]
+    citations: tuple[Path, ...] = ()  # resolved document paths (globs expanded)
+    default_tools: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "root": str(self.root),
+            "gates": [gate.to_dict() for gate in self.gates],
+            "citations": [str(path) for path in self.citations],
+            "default_tools": list(self.default_tools),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GatesFile:
+        return cls(
+            path=Path(data["path"]),
+            root=Path(data["root"]),
+            gates=tuple(Gate.from_dict(gate) for gate in data.get("gates", ())),
+            citations=tuple(Path(path) for path in data.get("citations", ())),
+            default_tools=tuple(data.get("default_tools", ())),
+        )
+
+
+class GatesFileError(Exception):
+    """A problem in a gates file that the user can fix; names FILE:LINE and the key."""
+
+    def __init__(self, path: Path | str, line: int | None, key: str | None, message: str):
+        self.path = Path(path)
+        self.line = line
+        self.key = key
+        self.message = message
+        where = f"{self.path}:{line}" if line else str(self.path)
+        what = f" [{key}]" if key else ""
+        super().__init__(f"{where}:{what} {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the 4-argument __init__
+        return (type(self), (str(self.path), self.line, self.key, self.message))
+
+
+# -- the key vocabulary (gates.schema.json is tested against these) -----------------------
+
+TOP_LEVEL_KEYS = frozenset({"root", "defaults", "gates", "citations"})
+DEFAULT_KEYS = frozenset({"timeout", "env", "tools", "expect", "cwd", "red"})
+GATE_KEYS = frozenset(
+    {
+        "id",
+        "type",
+        "claim",
+        "check",
+        "expect",
+        "timeout",
+        "cwd",
+        "env",
+        "tools",
+        "red",
+        "red_exit",
+        "overlay",
+        "inputs",
+        "stale_at",
+        "verifier",
+        "verifiers",
+    }
+)
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "verification_type": "type",
+        "evidence_type": "claim",
+        "evidence_shape": "check",
+        "command": "check",
+    }
+)
+ENV_KEYS = frozenset({"pass", "set"})
+_SAME_VALUE = {**ALIASES, "verifier": "verifiers"}  # keys that may not be given together
+_RUNS_ARGV = (GateType.COMMAND, GateType.CODE)
+
+
+class _Where:
+    """Where a mapping came from, so every problem names FILE:LINE and the key."""
+
+    def __init__(self, shown: Path | str, data: Mapping[Any, Any], line: int) -> None:
+        self.shown = shown
+        self.data = data
+        self.line = getattr(data, "line", line) or line
+
+    def key_line(self, key: Any) -> int:
+        return int(getattr(self.data, "key_lines", {}).get(key, self.line))
+
+    def value_line(self, key: Any) -> int:
+        return int(getattr(self.data, "value_lines", {}).get(key, self.key_line(key)))
+
+    def fail(self, line: int | None, key: str | None, message: str) -> NoReturn:
+        raise GatesFileError(self.shown, line, key, message)
+
+    def parse(self, key: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a value rule on ``data[key]``; its BadValue becomes a GatesFileError."""
+        try:
+            return func(key, self.data[key], *args, **kwargs)
+        except values.BadValue as exc:
+            self.fail(exc.line or self.value_line(key), key, exc.message)
+
+    def check_keys(self, known: frozenset[str], what: str, misplaced: Mapping[str, str]) -> None:
+        for key in self.data:
+            if not isinstance(key, str):
+                self.fail(
+                    self.line, None, f"{what} has a key that is not text ({key!r:.40}); quote it"
+                )
+            if key in known:
+                continue
+            hint = misplaced.get(key, "")
+            if not hint:
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+                hint = f"did you mean `{close[0]}`? " if close else ""
+            self.fail(
+                self.key_line(key),
+                key,
+                f"unknown key `{key[:60]}` in {what}; {hint}known keys: {', '.join(sorted(known))}",
+            )
+
+
+def _resolve(shown: Path | str, path: Path, key: str | None) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on Python < 3.13
+        raise GatesFileError(shown, None, key, f"cannot resolve {path}: {exc}") from None
+
+
+def load_gates_file(path: Path | str) -> GatesFile:
+    """Read, validate and normalise a gates file; every problem is a GatesFileError."""
+    shown = Path(path)
+    try:
+        raw = shown.read_bytes()
+    except OSError as exc:
+        raise GatesFileError(
+            shown, None, None, f"cannot read the gates file ({exc.strerror or exc}); check the path"
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise GatesFileError(
+            shown, line, None, f"the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
+        ) from None
+    try:
+        data = load_yaml(text)
+    except YamlError as exc:
+        raise GatesFileError(shown, exc.line, exc.key, exc.message) from None
+    if data is None:
+        raise GatesFileError(shown, 1, None, "the gates file is empty; write `gates:` with a list")
+    if not isinstance(data, Mapping):
+        hint = " (put the list under a `gates:` key)" if isinstance(data, list) else ""
+        line = getattr(data, "line", 1)
+        raise GatesFileError(
+            shown, line, None, f"the top level must be a mapping with `gates:`{hint}"
+        )
+    top = _Where(shown, data, 1)
+    gate_hint = dict.fromkeys(GATE_KEYS, "this key belongs to one gate, inside `gates:`. ")
+    top.check_keys(TOP_LEVEL_KEYS, "the top level", {**gate_hint, **_alias_hints(gate_hint)})
+    source = _resolve(shown, shown, None)
+    folder = source.parent
+    root = folder
+    if "root" in data:
+        root_text = top.parse("root", values.text)
+        root = _resolve(shown, folder / root_text, "root") if root_text.strip() else folder
+        if not root.is_dir():
+            top.fail(
+                top.value_line("root"),
+                "root",
+                f"root {root_text!r} is not a folder (resolved to {root}); the root is "
+                "relative to the gates file's folder",
+            )
+    defaults = _parse_defaults(shown, data.get("defaults", {}), top.value_line("defaults"))
+    gates = _parse_gates(top, root=root, source=source, defaults=defaults)
+    citations = _parse_citations(top, folder=folder, root=root)
+    if not gates and not citations:
+        top.fail(1, "gates", "the file declares nothing to check; add gates under `gates:`")
+    return GatesFile(source, root, gates, citations, defaults.get("tools", ()))
+
+
+def _alias_hints(hints: Mapping[str, str]) -> dict[str, str]:
+    return {alias: hints[canonical] for alias, canonical in ALIASES.items()}
+
+
+def _parse_gates(
+    top: _Where, *, root: Path, source: Path, defaults: Mapping[str, Any]
+) -> tuple[Gate, ...]:
+    entries = top.data.get("gates", [])
+    if not isinstance(entries, list):
+        top.fail(top.value_line("gates"), "gates", "`gates` must be a list of gates (`- id: ...`)")
+    gates: list[Gate] = []
+    first_line: dict[str, int] = {}
+    item_lines = getattr(entries, "item_lines", [])
+    for index, entry in enumerate(entries):
+        line = item_lines[index] if index < len(item_lines) else top.value_line("gates")
+        gate = _build_gate(
+            entry, shown=top.shown, line=line, root=root, source=source, defaults=defaults
+        )
+        if gate.id in first_line:
+            top.fail(
+                gate.line,
+                "id",
+                f"duplicate gate id {gate.id!r} on lines {first_line[gate.id]} and {gate.line}; "
+                "gate ids must be unique: rename one",
+            )
+        first_line[gate.id] = gate.line
+        gates.append(gate)
+    return tuple(gates)
+
+
+def _parse_citations(top: _Where, *, folder: Path, root: Path) -> tuple[Path, ...]:
+    patterns = top.data.get("citations", [])
+    if not isinstance(patterns, list):
+        top.fail(
+            top.value_line("citations"),
+            "citations",
+            f"`citations` must be a list of file names or globs, got {values.describe(patterns)}; "
+            "e.g. `citations: [answer.md]`",
+        )
+    found: set[Path] = set()
+    item_lines = getattr(patterns, "item_lines", [])
+    for index, pattern in enumerate(patterns):
+        line = item_lines[index] if index < len(item_lines) else top.value_line("citations")
+        if not isinstance(pattern, str) or not pattern.strip() or "\x00" in pattern:
+            top.fail(
+                line,
+                "citations",
+                f"each citation entry must be a file name or glob, got {values.describe(pattern)}",
+            )
+        if os.path.isabs(pattern) or pattern.startswith("~"):
+            top.fail(
+                line,
+                "citations",
+                f"citation {pattern!r} is absolute; write it relative to the gates file's folder",
+            )
+        matches = glob.glob(pattern, root_dir=folder, recursive=True)
+        documents = [
+            p
+            for p in (_resolve(top.shown, folder / m, "citations") for m in matches)
+            if p.is_file()
+        ]
+        if not documents:
+            top.fail(
+                line,
+                "citations",
+                f"citation pattern {pattern!r} matches no file (looked "
+                f"in {folder}); fix the name or remove the entry",
+            )
+        for document in documents:
+            if not (document.is_relative_to(root) or document.is_relative_to(folder)):
+                top.fail(
+                    line,
+                    "citations",
+                    f"citation document {document} lies outside the "
+                    "root and the gates file's folder; move it inside",
+                )
+        found.update(documents)
+    return tuple(sorted(found))
+
+
+def _parse_defaults(shown: Path | str, data: Any, line: int) -> dict[str, Any]:
+    """Validate ``defaults``; returns the normalised values by key (absent keys absent)."""
+    if not isinstance(data, Mapping):
+        raise GatesFileError(
+            shown, line, "defaults", f"`defaults` must be a mapping, got {values.describe(data)}"
+        )
+    where = _Where(shown, data, line)
+    gate_only = dict.fromkeys(GATE_KEYS - DEFAULT_KEYS, "it can only be set per gate. ")
+    where.check_keys(DEFAULT_KEYS, "`defaults`", {**gate_only, **_alias_hints(gate_only)})
+    return {key: _COMMON[key](where, key) for key in DEFAULT_KEYS if key in data}
+
+
+_COMMON: dict[str, Any] = {
+    "timeout": lambda w, k: w.parse(k, values.timeout),
+    "env": lambda w, k: EnvSpec(*w.parse(k, values.env)),
+    "tools": lambda w, k: w.parse(k, values.names, what="tool names", example="`tools: [python]`"),
+    "expect": lambda w, k: w.parse(k, values.exit_codes),
+    "cwd": lambda w, k: w.parse(k, values.rel_path),
+    "red": lambda w, k: _enum(w, k, RedPolicy),
+}
+
+
+def _enum(where: _Where, key: str, kind: type[GateType] | type[RedPolicy]) -> Any:
+    value = where.data[key]
+    choices = [member.value for member in kind]
+    if isinstance(value, str) and value in choices:
+        return kind(value)
+    close = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    where.fail(
+        where.value_line(key),
+        key,
+        f"`{key}` must be one of {' | '.join(choices)}, got {values.describe(value)}; {hint}"
+        "write it exactly",
+    )
+
+
+def _merge_env(base: EnvSpec | None, own: EnvSpec | None) -> EnvSpec:
+    """Defaults and gate env united: pass lists joined, set mappings merged (gate wins)."""
+    if base is None or own is None:
+        return own or base or EnvSpec()
+    passed = tuple(dict.fromkeys((*base.pass_names, *own.pass_names)))
+    return EnvSpec(passed, tuple({**dict(base.set_values), **dict(own.set_values)}.items()))
+
+
+def gate_from_mapping(
+    data: Mapping[str, Any],
+    *,
+    root: Path,
+    source: Path | None = None,
+    line: int = 0,
+    defaults: Mapping[str, Any] | None = None,
+) -> Gate:
+    """Validate one gate given as plain data, exactly as inside a gates file."""
+    shown: Path | str = source if source is not None else "<gate>"
+    merged = _parse_defaults(shown, defaults if defaults is not None else {}, line)
+    resolved = _resolve(shown, Path(root), "root")
+    return _build_gate(data, shown=shown, line=line, root=resolved, source=source, defaults=merged)
+
+
+def _build_gate(
+    data: Any,
+    *,
+    shown: Path | str,
+    line: int,
+    root: Path,
+    source: Path | None,
+    defaults: Mapping[str, Any],
+) -> Gate:
+    if not isinstance(data, Mapping):
+        raise GatesFileError(
+            shown,
+            line,
+            None,
+            f"a gate must be a mapping with at least `id` and `check`, got {values.describe(data)}",
+        )
+    where = _Where(shown, data, line)
+    top_hint = dict.fromkeys(TOP_LEVEL_KEYS, "it belongs at the top level of the file. ")
+    where.check_keys(GATE_KEYS | ALIASES.keys(), "a gate", top_hint)
+    given: dict[str, str] = {}  # canonical key -> the spelling the user used
+    for key in map(str, data):  # check_keys made sure every key is text
+        canonical = _SAME_VALUE.get(key, key)
+        if canonical in given:
+            where.fail(
+                where.key_line(key),
+                key,
+                f"`{key}` and `{given[canonical]}` both give `{canonical}`; keep one",
+            )
+        given[canonical] = key
+    if "id" not in data:
+        where.fail(
+            where.line,
+            "id",
+            "this gate has no `id`; add `id: <name>` (letters, digits, `.`, `_`, `-`)",
+        )
+    gate_id = where.parse("id", lambda _k, v: values.gate_id(v))
+    own = {key: _COMMON[key](where, key) for key in DEFAULT_KEYS if key in data}
+    common = {**defaults, **own}
+    common["env"] = _merge_env(defaults.get("env"), own.get("env"))
+    gate_type = _enum(where, given["type"], GateType) if "type" in given else GateType.COMMAND
+    claim = where.parse(given["claim"], values.text, nullable=True) if "claim" in given else ""
+    check_key = given.get("check", "check")
+    check = where.parse(check_key, values.text, nullable=True) if check_key in data else ""
+    argv: tuple[str, ...] = ()
+    if gate_type in _RUNS_ARGV and check_key in data:
+        argv = where.parse(check_key, lambda k, _v: values.argv(k, check))
+    verifiers: tuple[str, ...] = ()
+    if "verifiers" in given:
+        verifiers = where.parse(given["verifiers"], values.verifier_refs)
+        if gate_type is not GateType.PYTHON:
+            where.fail(
+                where.key_line(given["verifiers"]),
+                given["verifiers"],
+                "verifiers run only in a `type: python` gate; set `type: python` or remove them",
+            )
+    if gate_type is GateType.PYTHON:
+        if not verifiers:
+            where.fail(
+                where.line,
+                "verifiers",
+                "a `type: python` gate needs "
+                "`verifiers: [module:function, ...]` (or `verifier: module:function`)",
+            )
+        if check_key in data:
+            where.fail(
+                where.key_line(check_key),
+                check_key,
+                "a `type: python` gate runs its "
+                "verifiers, not a check; remove it or use `type: command`",
+            )
+    return Gate(
+        id=gate_id,
+        type=gate_type,
+        claim=claim,
+        check=check,
+        argv=argv,
+        expect=common.get("expect", (0,)),
+        timeout=common.get("timeout"),
+        cwd=common.get("cwd", "."),
+        env=common["env"],
+        tools=common.get("tools", ()),
+        red=common.get("red", RedPolicy.REQUIRED),
+        red_exit=where.parse("red_exit", values.exit_codes) if "red_exit" in data else None,
+        overlay=where.parse("overlay", values.rel_paths) if "overlay" in data else (),
+        inputs=where.parse("inputs", values.rel_paths) if "inputs" in data else (),
+        stale_at=where.parse("stale_at", values.stale_at) if "stale_at" in data else None,
+        verifiers=verifiers,
+        root=root,
+        source=source,
+        line=where.line,
+    )

@@ -1,0 +1,54 @@
+"""Python verifiers: declared with ``@verifier``, called only through the fail-closed runner.
+
+``call_verifier`` runs one in a fresh child process (or inline) under a deadline;
+``run_verifiers`` fans several out and joins them into a Verdict. See docs/verifiers.md.
+"""
+
+from __future__ import annotations
+
+from pytest_vgate.verifiers.api import (
+    Isolation,
+    Outcome,
+    VerifierDefinitionError,
+    VerifierSpec,
+    find_verifier_spec,
+    verifier,
+)
+from pytest_vgate.verifiers.context import (
+    ToolMovedError,
+    ToolRun,
+    ToolUnavailableError,
+    ToolUse,
+    ToolUseError,
+    UndeclaredToolError,
+    VerifierContext,
+)
+from pytest_vgate.verifiers.fanout import join_results, run_verifier_refs, run_verifiers
+from pytest_vgate.verifiers.isolation import Cancel, call_verifier
+from pytest_vgate.verifiers.result import VerifierResult
+from pytest_vgate.verifiers.target import VerifierImportError, VerifierTarget, load_target
+
+__all__ = [
+    "Cancel",
+    "Isolation",
+    "Outcome",
+    "ToolMovedError",
+    "ToolRun",
+    "ToolUnavailableError",
+    "ToolUse",
+    "ToolUseError",
+    "UndeclaredToolError",
+    "VerifierContext",
+    "VerifierDefinitionError",
+    "VerifierImportError",
+    "VerifierResult",
+    "VerifierSpec",
+    "VerifierTarget",
+    "call_verifier",
+    "find_verifier_spec",
+    "join_results",
+    "load_target",
+    "run_verifier_refs",
+    "run_verifiers",
+    "verifier",
+]

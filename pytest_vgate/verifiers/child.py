@@ -1,0 +1,75 @@
+"""The child side of a process-isolated verifier call (the parent side is ``isolation``).
+
+Kept small and importable on its own: the forkserver preloads it, and the child's only
+job is to receive the job, run :func:`~pytest_vgate.verifiers.invoke.execute`, send the
+result back and exit without running anything the verifier left behind.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import multiprocessing.connection
+import os
+import sys
+import threading
+import time
+from contextlib import suppress
+from typing import Any
+
+from pytest_vgate.verifiers.invoke import execute
+
+STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
+
+
+class _PipeReporter:
+    """The child's side of the group reports; shares the pipe with the result."""
+
+    def __init__(self, conn: multiprocessing.connection.Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        with self.lock:
+            self.conn.send(message)
+
+    def started(self, pgid: int) -> None:
+        self.send(("started", pgid))
+
+    def finished(self, pgid: int) -> None:
+        self.send(("finished", pgid))
+
+
+def child_main(conn: multiprocessing.connection.Connection) -> None:
+    """Entry point of a verifier child: receive the job, run it, send the result, exit.
+
+    The child leads its own process group (so the parent can kill what the verifier
+    started directly), reads nothing from our stdin and writes its output to a file.
+    """
+    with suppress(OSError):
+        os.setpgrp()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    reporter = _PipeReporter(conn)
+    try:
+        job = conn.recv()
+        out = os.open(job["output"], os.O_WRONLY | os.O_APPEND)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        faulthandler.enable(file=sys.stderr, all_threads=True)  # segfault: stack in output
+        lead = max(0.01, float(job["deadline"]) - time.time() - STACK_DUMP_LEAD)
+        faulthandler.dump_traceback_later(lead, exit=False, file=sys.stderr)
+        result = execute(job, reporter, fresh_process=True)
+        faulthandler.cancel_dump_traceback_later()
+        reporter.send(("result", result))
+    # Catch-all: a bug of ours (or a signal handler of the verifier firing late) must
+    # still answer; the parent turns this into an error rather than a crash.
+    except BaseException as exc:  # noqa: BLE001
+        with suppress(BaseException):
+            reporter.send(("internal", f"{type(exc).__name__}: {exc}"))
+    finally:
+        with suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(0)  # no atexit, no join of threads the verifier left running

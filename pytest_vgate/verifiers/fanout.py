@@ -1,0 +1,156 @@
+"""Several verifiers of one gate: run concurrently, joined into one fail-closed Verdict.
+
+Each verifier gets a thread of ours and a child process of its own, so one that hangs or
+panics neither delays nor silences the others; the gate takes the worst mode of its
+checks and keeps every verifier's own result (``checks``, and ``extra["verifiers"]``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.spec import EnvSpec
+from pytest_vgate.tools import ToolInventory
+from pytest_vgate.verdict import Mode, Verdict, worst_mode
+from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError
+from pytest_vgate.verifiers.invoke import bounded
+from pytest_vgate.verifiers.isolation import EXIT_GRACE, Cancel, call_verifier
+from pytest_vgate.verifiers.result import VerifierResult
+from pytest_vgate.verifiers.target import VerifierTarget
+
+if TYPE_CHECKING:
+    from pytest_vgate.runner import RunContext
+    from pytest_vgate.spec import Gate
+
+
+def join_results(results: Sequence[VerifierResult], duration: float = 0.0) -> Verdict:
+    """One verdict for a gate from its verifiers' results (no results: ``blank``)."""
+    if not results:
+        return Verdict.failed(Mode.BLANK, "the gate names no verifiers: nothing was checked")
+    checks = tuple(r.to_check_verdict() for r in results)
+    tools = tuple(dict.fromkeys(t for r in results for t in r.tool_records()))
+    extra = {"verifiers": [r.to_dict() for r in results]}
+    mode = worst_mode([r.mode for r in results])
+    if mode is Mode.PASS:
+        return Verdict(
+            mode=Mode.PASS,
+            detail=f"{len(results)} of {len(results)} verifiers passed",
+            duration=duration,
+            checks=checks,
+            tools=tools,
+            extra=extra,
+        )
+    failed = [r for r in results if not r.ok]
+    cause = next(r.cause for r in failed if r.mode is mode)
+    lines = [f"{len(failed)} of {len(results)} verifiers failed:"]
+    for r in failed:
+        first = r.detail.strip().splitlines()[0] if r.detail.strip() else ""
+        lines.append(f"- {r.name}: {r.mode.value}" + (f": {first}" if first else ""))
+    return Verdict.failed(
+        mode,
+        bounded("\n".join(lines)),
+        cause=cause,
+        duration=duration,
+        checks=checks,
+        tools=tools,
+        errors=tuple(f"{r.name}: {r.mode.value}: {r.detail}" for r in failed),
+        extra=extra,
+    )
+
+
+def run_verifiers(
+    targets: Sequence[VerifierTarget],
+    *,
+    root: Path | str,
+    timeout: float,
+    gate: Mapping[str, Any] | None = None,
+    tools: ToolInventory | Mapping[str, str] | None = None,
+    isolation: Isolation | str | None = None,
+    sys_path: Sequence[str] = (),
+    caller_env: Mapping[str, str] | None = None,
+    env: EnvSpec | None = None,
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    scratch: Path | str | None = None,
+) -> Verdict:
+    """Run ``targets`` concurrently (same keywords as ``call_verifier``) and join them.
+
+    Never raises, except KeyboardInterrupt, after killing every child it started.
+    """
+    started = time.monotonic()
+    cancel = Cancel()
+    results: list[VerifierResult | None] = [None] * len(targets)
+
+    def one(index: int) -> None:
+        target = targets[index]
+        # Catch-all: call_verifier never raises, but a bug of ours in a thread would
+        # otherwise vanish and leave a hole that must not read as a pass.
+        try:
+            results[index] = call_verifier(
+                target,
+                root=root,
+                timeout=timeout,
+                gate=gate,
+                tools=tools,
+                isolation=isolation,
+                sys_path=sys_path,
+                caller_env=caller_env,
+                env=env,
+                capture_limit=capture_limit,
+                scratch=scratch,
+                cancel=cancel,
+            )
+        except BaseException as exc:  # noqa: BLE001
+            results[index] = VerifierResult.failure(
+                target.display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
+            )
+
+    threads = [
+        threading.Thread(target=one, args=(i,), name=f"vgate-fanout-{i}", daemon=True)
+        for i in range(len(targets))
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        cancel.cancel()  # Ctrl-C: kill every child, then let the interrupt propagate
+        for thread in threads:
+            if thread.ident is not None:
+                thread.join(2 * EXIT_GRACE)
+        raise
+    final = [
+        r
+        if r is not None
+        else VerifierResult.failure(t.display, Mode.ERROR, "pytest-vgate: no result recorded")
+        for r, t in zip(results, targets, strict=False)
+    ]
+    return join_results(final, time.monotonic() - started)
+
+
+def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
+    """A ``type: python`` gate: its ``module:function`` verifiers, fanned out, with the
+    gates root on sys.path. The gate's ``tools`` are declared tools of every verifier."""
+    try:
+        targets = [VerifierTarget.from_reference(ref, name=ref) for ref in gate.verifiers]
+    except VerifierDefinitionError as exc:
+        return Verdict.failed(Mode.ERROR, str(exc))
+    targets = [
+        VerifierTarget(t.module, t.qualname, t.file, t.name, tools=gate.tools) for t in targets
+    ]
+    return run_verifiers(
+        targets,
+        root=ctx.root,
+        timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
+        gate=gate.to_dict(),
+        tools=ctx.inventory,
+        sys_path=(*ctx.sys_path, str(ctx.root)),
+        caller_env=ctx.caller_env,
+        env=gate.env,
+        capture_limit=ctx.capture_limit,
+    )

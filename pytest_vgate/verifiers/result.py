@@ -1,0 +1,95 @@
+"""The result of one verifier call, as plain data that survives processes and xdist."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, CheckVerdict, Mode, ToolRecord, Verdict
+from pytest_vgate.verifiers.context import ToolUse
+
+
+@dataclass(frozen=True)
+class VerifierResult:
+    """What one verifier call observed. ``ok`` only for mode ``pass``.
+
+    ``runs`` are the completed ``ctx.run`` calls (the grounding evidence); ``output`` is
+    the tail of what the verifier printed (process isolation only).
+    """
+
+    name: str
+    mode: Mode
+    cause: Cause | None = None
+    detail: str = ""
+    duration: float = 0.0
+    runs: tuple[ToolUse, ...] = ()
+    declared_tools: tuple[str, ...] = ()
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.mode is Mode.PASS
+
+    @classmethod
+    def failure(cls, name: str, mode: Mode, detail: str, **fields: Any) -> VerifierResult:
+        """A non-pass result whose cause defaults to the mode's documented cause."""
+        if mode is Mode.PASS:
+            raise ValueError("VerifierResult.failure() needs a failing mode")
+        cause = fields.pop("cause", None) or DEFAULT_CAUSE[mode]
+        return cls(name=name, mode=mode, cause=cause, detail=detail, **fields)
+
+    def tool_records(self) -> tuple[ToolRecord, ...]:
+        """Distinct tools that completed a run, in first-use order."""
+        return tuple(dict.fromkeys(r.record() for r in self.runs))
+
+    def to_check_verdict(self) -> CheckVerdict:
+        return CheckVerdict(self.name, self.mode, self.detail, self.duration)
+
+    def to_verdict(self) -> Verdict:
+        """The verdict of a one-verifier item (its single check included)."""
+        extra = {"verifiers": [self.to_dict()]}
+        if self.ok:
+            return Verdict(
+                mode=Mode.PASS,
+                detail=self.detail,
+                duration=self.duration,
+                checks=(self.to_check_verdict(),),
+                tools=self.tool_records(),
+                extra=extra,
+            )
+        return Verdict.failed(
+            self.mode,
+            self.detail,
+            cause=self.cause,
+            duration=self.duration,
+            checks=(self.to_check_verdict(),),
+            tools=self.tool_records(),
+            extra=extra,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.mode.value,
+            "cause": self.cause.value if self.cause else None,
+            "detail": self.detail,
+            "duration": round(self.duration, 6),
+            "runs": [r.to_dict() for r in self.runs],
+            "declared_tools": list(self.declared_tools),
+            "output": self.output,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VerifierResult:
+        cause = data.get("cause")
+        return cls(
+            name=str(data["name"]),
+            mode=Mode(data["mode"]),
+            cause=Cause(cause) if cause else None,
+            detail=str(data.get("detail", "")),
+            duration=float(data.get("duration", 0.0)),
+            runs=tuple(ToolUse.from_dict(r) for r in data.get("runs", ())),
+            declared_tools=tuple(str(t) for t in data.get("declared_tools", ())),
+            output=str(data.get("output", "")),
+        )

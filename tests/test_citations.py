@@ -1,0 +1,493 @@
+"""The citation core on real files: parse, resolve inside the root, locate, fix, summarize."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers.citation_repo import CitationRepo, make_citation_repo
+
+from pytest_vgate.citations import (
+    Citation,
+    CitationChecker,
+    CitationForm,
+    CitationResult,
+    extract_entities,
+    fix_documents,
+    parse_citations,
+    split_lines,
+    summary_block,
+)
+from pytest_vgate.verdict import CitationStatus
+
+
+@pytest.fixture(params=["walk", "git"])
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> CitationRepo:
+    """The fixture repository, indexed by a folder walk or by ``git ls-files``."""
+    return make_citation_repo(tmp_path, git=request.param == "git")
+
+
+def check_document(root: Path, answer: Path) -> list[CitationResult]:
+    return CitationChecker(root).check_all(parse_citations(answer))
+
+
+# --- the acceptance document -----------------------------------------------------------
+
+
+def test_every_case_has_its_outcome_and_location(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    by_name = {r.citation.node_name: r for r in results}
+    assert sorted(by_name) == sorted(repo.cases), "parsed citations differ from the cases"
+    wrong = {
+        name: (case.label, (r.status.value, r.corrected_to), (case.status, case.corrected_to))
+        for name, case in repo.cases.items()
+        if (r := by_name[name]).status.value != case.status or r.corrected_to != case.corrected_to
+    }
+    assert wrong == {}
+    for name, case in repo.cases.items():
+        assert by_name[name].beyond_end is case.beyond_end, case.label
+        assert by_name[name].outside_root is case.outside_root, case.label
+
+
+def test_index_source_follows_the_tree(repo: CitationRepo) -> None:
+    checker = CitationChecker(repo.root)
+    checker.check_all(parse_citations(repo.answer))
+    git = (repo.root / ".git").exists()
+    assert checker.files.index_source == ("git" if git else "walk")
+
+
+def test_nothing_from_outside_the_root_appears_anywhere(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    dumped = json.dumps([r.to_dict() for r in results], ensure_ascii=False)
+    dumped += summary_block(results, repo.root)
+    dumped += "".join(r.reason + str(r.cited_text) + str(r.corrected_text) for r in results)
+    assert repo.secret in (repo.outside / "secret.py").read_text()  # the trap is armed
+    assert repo.secret not in dumped
+    outside = [r for r in results if r.outside_root]
+    assert len(outside) == sum(c.outside_root for c in repo.cases.values()) == 4
+    assert all(r.cited_text is None and r.file_lines is None for r in outside)
+    why = {c.label: r.reason for r in results if (c := repo.cases[r.citation.node_name])}
+    assert "is a path that leaves the root" in why["dot-dot escape"]
+    assert "is an absolute path" in why["absolute path"]
+    assert "is a symlink that leads outside the root" in why["symlink out"]
+    assert "is a symlink that leads outside the root" in why["symlinked folder out"]
+
+
+@pytest.mark.timeout(20)
+def test_outside_files_are_never_opened(tmp_path: Path) -> None:
+    """A FIFO blocks whoever opens it: refusing before reading is the only way to finish."""
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    os.mkfifo(tmp_path / "trap.py")
+    (root / "src/trap.py").symlink_to(tmp_path / "trap.py")
+    (root / "copy").mkdir()
+    (root / "copy/trap.py").symlink_to(tmp_path / "trap.py")
+    doc = root / "a.md"
+    doc.write_text(
+        "- src/trap.py:1 — `x`\n- ../trap.py:1 — `x`\n"
+        f"- {tmp_path}/trap.py:1 — `x`\n- missing/trap.py:1 — `x`\n"
+    )
+    results = check_document(root, doc)
+    assert [r.status for r in results] == [CitationStatus.DROPPED] * 3 + [CitationStatus.FABRICATED]
+
+
+def test_cited_and_corrected_text_are_the_real_lines(repo: CitationRepo) -> None:
+    results = {r.citation.node_name: r for r in check_document(repo.root, repo.answer)}
+    lines = {c.label: results[name] for name, c in repo.cases.items()}
+    assert lines["form feed"].cited_text == "\x0cdef after_formfeed():"
+    assert lines["CRLF + BOM"].cited_text == "def crlf_func():"  # no CR, no BOM
+    assert lines["drift by 5"].corrected_text == "def drift_five():"
+    assert lines["beyond end, found"].cited_text is None
+    assert lines["beyond end, found"].corrected_text == "def late_binding():"
+    assert lines["beyond end, found"].file_lines == len(
+        (repo.root / "src/app.py").read_text().split("\n")[:-1]
+    )
+    assert lines["unique basename"].corrected_text == "def unique_helper():"
+    assert lines["binary"].cited_text is None
+
+
+def test_summary_block_counts_and_lists_fabrications(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    statuses = [c.status for c in repo.cases.values()]
+    caught = [
+        (name, c) for name, c in repo.cases.items() if c.status == "fabricated" or c.beyond_end
+    ]
+    block = summary_block(results, repo.root)
+    lines = block.split("\n")
+    assert lines[:5] == [
+        "VERIFICATION GATE RESULT:",
+        f"- Total citations: {len(statuses)}",
+        f"- Verified at original location: {statuses.count('verified')}",
+        f"- Corrected (line drift): {statuses.count('corrected')}",
+        "- Dropped (file/line/content not found): "
+        f"{statuses.count('dropped') + statuses.count('fabricated')}",
+    ]
+    assert len(lines) == 6
+    assert lines[5].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
+    entries = lines[5].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
+    assert len(entries) == len(caught) == 4
+    for entry, (name, case) in zip(entries, caught, strict=True):
+        line = name.split(":")[1]
+        assert entry.startswith(f"docs/answer.md:{line} {case.location} (")
+    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[5]
+
+
+def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    doc = tmp_path / "answer.md"
+    doc.write_text("a.py:1 — `f`\na.py:2 — `g`\n")
+    block = summary_block(check_document(tmp_path, doc))
+    assert block == (
+        "VERIFICATION GATE RESULT:\n- Total citations: 2\n- Verified at original location: 1\n"
+        "- Corrected (line drift): 0\n- Dropped (file/line/content not found): 1\n"
+        "- FABRICATIONS CAUGHT: N"
+    )
+
+
+# --- fixing ------------------------------------------------------------------------------
+
+
+def test_fix_changes_exactly_the_corrected_citations(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    corrected = sum(r.status is CitationStatus.CORRECTED for r in results)
+    assert repo.answer.read_bytes() == repo.answer_bytes
+    assert fix_documents(results) == {repo.answer: corrected}
+    assert repo.answer.read_bytes() == repo.fixed_bytes  # BOM, CRLF, bad bytes all kept
+    assert fix_documents(results) == {}  # idempotent
+    assert repo.answer.read_bytes() == repo.fixed_bytes
+    after = {r.citation.node_name: r for r in check_document(repo.root, repo.answer)}
+    assert sorted(after) == sorted(repo.fixed_cases)
+    for name, case in repo.fixed_cases.items():
+        assert (after[name].status.value, after[name].corrected_to) == (
+            case.status,
+            case.corrected_to,
+        ), case.label
+
+
+def test_fix_works_from_results_that_crossed_a_process_boundary(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    wire = json.loads(json.dumps([r.to_dict() for r in results]))
+    back = [CitationResult.from_dict(d) for d in wire]
+    assert back == results
+    fix_documents(back)
+    assert repo.answer.read_bytes() == repo.fixed_bytes
+
+
+def test_fix_leaves_a_document_that_changed_since_the_check(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("\n\n\ndef f():\n    pass\n")
+    doc = tmp_path / "answer.md"
+    doc.write_text("a.py:1 — `f`\n")
+    results = check_document(tmp_path, doc)
+    assert results[0].corrected_to == "a.py:4"
+    doc.write_text("new intro\na.py:1 — `f`\n")
+    assert fix_documents(results) == {}
+    assert doc.read_text() == "new intro\na.py:1 — `f`\n"
+
+
+def test_fix_keeps_column_and_writes_moved_paths(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/mod.py").write_text("x = 1\n\ndef g():\n    pass\n")
+    doc = tmp_path / "answer.md"
+    doc.write_text("see old/mod.py:1:7 — `g`, and [old/mod.py#L1](old/mod.py#L1-L2) for `g`\n")
+    results = check_document(tmp_path, doc)
+    assert [r.corrected_to for r in results] == ["pkg/mod.py:3", "pkg/mod.py:3-4"]
+    fix_documents(results)
+    assert doc.read_text() == (
+        "see pkg/mod.py:3:7 — `g`, and [pkg/mod.py#L3](pkg/mod.py#L3-L4) for `g`\n"
+    )
+    assert {r.status for r in check_document(tmp_path, doc)} == {CitationStatus.VERIFIED}
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "served on localhost:8000 today",
+        "see http://localhost:8000/x and https://example.com:443/a.py:3",
+        "we meet at 12:30 or 12:30:45",
+        "version 1.2.3, v1.2.3:4 and python3.11:5",
+        "the host example.com:8080 and 127.0.0.1:8000 and db.internal:5432",
+        "ssh user@host:22 or git@github.com:owner/repo.git",
+        "http://host/view?file=a.py:3&x=1 and <https://host/?f=b.py:4>",
+        "a ratio of 3:1, chapter 4:12",
+        "```\nsrc/app.py:3 — in a fence\n```",
+        "~~~~python\nsrc/app.py:3\n~~~\nstill code src/app.py:4\n~~~~",
+    ],
+)
+def test_non_citations(prose: str) -> None:
+    assert parse_citations(Path("answer.md"), prose + "\n") == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "form", "path", "start", "end", "column"),
+    [
+        ("src/app.py:12", CitationForm.COLON, "src/app.py", 12, 12, None),
+        ("src/app.py:12-20", CitationForm.RANGE, "src/app.py", 12, 20, None),
+        ("src/app.py:12–20", CitationForm.RANGE, "src/app.py", 12, 20, None),
+        ("src/app.py:12:5", CitationForm.COLON_COL, "src/app.py", 12, 12, 5),
+        ("src/app.py#L12", CitationForm.HASH, "src/app.py", 12, 12, None),
+        ("src/app.py#L12-L20", CitationForm.HASH_RANGE, "src/app.py", 12, 20, None),
+        ("src/app.py#L12-20", CitationForm.HASH_RANGE, "src/app.py", 12, 20, None),
+        ("[here](src/app.py#L12)", CitationForm.MARKDOWN_LINK, "src/app.py", 12, 12, None),
+        ("Makefile:7", CitationForm.COLON, "Makefile", 7, 7, None),
+        ("scripts/run:7", CitationForm.COLON, "scripts/run", 7, 7, None),
+        ("/etc/passwd:1", CitationForm.COLON, "/etc/passwd", 1, 1, None),
+        ("../../etc/passwd:1", CitationForm.COLON, "../../etc/passwd", 1, 1, None),
+    ],
+)
+def test_forms(
+    raw: str, form: CitationForm, path: str, start: int, end: int, column: int | None
+) -> None:
+    (c,) = parse_citations(Path("a.md"), f"- {raw} — `thing`\n")
+    assert (c.form, c.path, c.start_line, c.end_line, c.column) == (form, path, start, end, column)
+    assert c.raw == raw
+    assert c.entities == ("thing",)
+
+
+@pytest.mark.parametrize("separator", ["—", "–", "-", ":"])
+def test_separators(separator: str) -> None:
+    (c,) = parse_citations(Path("a.md"), f"src/app.py:3 {separator} the `retry` loop\n")
+    assert c.description == "the `retry` loop"
+    assert c.entities == ("retry",)
+
+
+def test_offsets_point_at_the_raw_text_in_a_bom_crlf_document(repo: CitationRepo) -> None:
+    text = repo.answer.read_bytes().decode("utf-8", "surrogateescape")
+    citations = parse_citations(repo.answer)
+    assert citations == parse_citations(repo.answer, text)
+    for c in citations:
+        assert text[c.offset : c.offset + len(c.raw)] == c.raw
+        line_start = text.rfind("\n", 0, c.offset) + 1
+        assert c.offset - line_start == c.doc_column - 1
+        assert text.count("\n", 0, c.offset) + 1 == c.line
+
+
+def test_markdown_link_text_and_target() -> None:
+    text = (
+        "[src/a.py:3](src/a.py#L4) — `f`\n"
+        "[a.py:4](src/a.py#L4) — `f`\n"
+        "[the `f` helper](src/a.py#L4)\n"
+        "[src/a.py:4](https://github.com/o/r/blob/main/src/a.py#L4)\n"
+    )
+    c = parse_citations(Path("a.md"), text)
+    assert c[0].link_mismatch == "the link text says src/a.py:3 but the link target is src/a.py:4"
+    assert c[1].link_mismatch is None  # a shorter path naming the same file agrees
+    assert c[2].entities == ("f",)
+    assert (c[3].form, c[3].raw) == (CitationForm.COLON, "src/a.py:4")  # the URL is no target
+    assert len(c) == 4
+
+
+def test_prose_fences_are_parsed_and_code_fences_are_not() -> None:
+    text = "```markdown\na.py:1 — x\n```\n```\na.py:2\n```\n````\n```\na.py:3\n````\na.py:4\n"
+    assert [c.start_line for c in parse_citations(Path("a.md"), text)] == [1, 4]
+
+
+def test_descriptions_before_a_parenthesized_citation() -> None:
+    cs = parse_citations(Path("a.md"), "In `foo` (a.py:3) and `bar` (b.py:9).\n")
+    assert [(c.path, c.entities) for c in cs] == [("a.py", ("foo",)), ("b.py", ("bar",))]
+
+
+def test_node_names_are_unique_and_stable() -> None:
+    cs = parse_citations(Path("docs/answer.md"), "a.py:1 and a.py:1 and a.py:1:4 — x\n")
+    assert [c.node_name for c in cs] == [
+        "answer.md:1:a.py:1",
+        "answer.md:1:a.py:1~2",
+        "answer.md:1:a.py:1:4",
+    ]
+    assert [Citation.from_dict(c.to_dict()) for c in cs] == cs
+
+
+@pytest.mark.parametrize(
+    ("description", "entities"),
+    [
+        ("the retry loop", ()),
+        ("`fetch` retries via `backoff()`", ("fetch", "backoff")),
+        ("`Client.fetch` and os.path.join", ("Client.fetch", "os.path.join")),
+        ("def parse_args handles argv", ("parse_args",)),
+        ("class RetryPolicy and a class that counts", ("RetryPolicy",)),
+        ("calls fetch() on GitHub with JavaScript", ("fetch",)),
+        ("uses retry_count and maxRetries", ("retry_count", "maxRetries")),
+        ("see app.py, example.com, e.g. and i.e.", ()),
+        ("`@app.route` decorator", ("app.route",)),
+        ("`return None` on failure", ("return None",)),
+        ("`src/app.py` is the file", ()),
+        ("__init__ renders bold, `__init__` does not", ("__init__",)),
+        ("handles URLs and APIs", ()),
+    ],
+)
+def test_entities(description: str, entities: tuple[str, ...]) -> None:
+    assert extract_entities(description) == entities
+
+
+# --- files and lines ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        ("a\nb\n", ["a", "b"]),
+        ("a\nb", ["a", "b"]),
+        ("", []),
+        ("a\r\nb\r\n", ["a", "b"]),
+        ("a\x0cb\nc\x1cd\x1de\x1ef\u2028g\x85h\n", ["a\x0cb", "c\x1cd\x1de\x1ef\u2028g\x85h"]),
+        ("a\rb\n", ["a\rb"]),
+    ],
+)
+def test_lines_count_by_newline_only(text: str, lines: list[str]) -> None:
+    assert split_lines(text)[0] == lines
+
+
+def test_large_and_binary_files_are_reported_not_read(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("def f():\n" + "# pad\n" * 400)
+    (tmp_path / "late_nul.txt").write_bytes(b"x\n" * 5000 + b"\0\nneedle_word\n")
+    (tmp_path / "early_nul.txt").write_bytes(b"needle_word\0\n")
+    doc = tmp_path / "a.md"
+    doc.write_text("big.py:1 — `f`\nlate_nul.txt:5002 — `needle_word`\nearly_nul.txt:1 — x\n")
+    results = CitationChecker(tmp_path, max_bytes=1024).check_all(parse_citations(doc))
+    assert [r.status for r in results] == [
+        CitationStatus.DROPPED,
+        CitationStatus.DROPPED,
+        CitationStatus.DROPPED,
+    ]
+    assert "over the 1024-byte bound" in results[0].reason
+    assert "binary" in results[2].reason
+    results = CitationChecker(tmp_path).check_all(parse_citations(doc))
+    assert results[1].status is CitationStatus.VERIFIED  # a NUL after 8 KiB is text
+
+
+def test_a_bom_is_not_part_of_the_first_line(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(b"\xef\xbb\xbfimport os\r\nx = 1\r\n")
+    doc = tmp_path / "a.md"
+    doc.write_text("a.py:1 — the import\na.py:2 — `x`\n")
+    assert [r.cited_text for r in check_document(tmp_path, doc)] == ["import os", "x = 1"]
+
+
+def test_undecodable_bytes_are_replaced(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_bytes(b"x = 1\ny = b'\xff\xfe' # odd_name\n")
+    doc = tmp_path / "a.md"
+    doc.write_text("a.py:2 — `odd_name`\n")
+    (r,) = check_document(tmp_path, doc)
+    assert r.status is CitationStatus.VERIFIED
+    assert r.cited_text == "y = b'\ufffd\ufffd' # odd_name"
+
+
+def test_walk_skips_virtualenvs_and_caches(tmp_path: Path) -> None:
+    for folder in (".venv/lib", "node_modules/x", "__pycache__", ".git/x", "env_like"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "hidden.py").write_text("def hidden():\n    pass\n")
+    (tmp_path / "env_like/pyvenv.cfg").write_text("home = /usr\n")
+    doc = tmp_path / "a.md"
+    doc.write_text("src/hidden.py:1 — `hidden`\n")
+    (r,) = check_document(tmp_path, doc)
+    assert r.status is CitationStatus.FABRICATED
+
+
+def test_document_folder_wins_over_the_root(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "x.py").write_text("def at_root():\n    pass\n")
+    (tmp_path / "docs/x.py").write_text("def beside_doc():\n    pass\n")
+    doc = tmp_path / "docs/a.md"
+    doc.write_text("x.py:1 — `beside_doc`\n../x.py:1 — `at_root`\n")
+    assert [(r.status, r.resolved) for r in check_document(tmp_path, doc)] == [
+        (CitationStatus.VERIFIED, "docs/x.py"),
+        (CitationStatus.VERIFIED, "x.py"),
+    ]
+
+
+def test_each_file_is_read_once_for_many_citations(tmp_path: Path) -> None:
+    for i in range(5):
+        body = "".join(f"def f_{i}_{k}():\n    return {k}\n" for k in range(100))
+        (tmp_path / f"m{i}.py").write_text(body)
+    doc = tmp_path / "a.md"
+    doc.write_text(
+        "".join(f"- m{i}.py:{2 * k + 1} — `f_{i}_{k}`\n" for i in range(5) for k in range(100))
+        + "".join(f"- lost/m{i}.py:{2 * k + 1} — `f_{i}_{k}`\n" for i in range(5) for k in range(3))
+    )
+    checker = CitationChecker(tmp_path)
+    results = checker.check_all(parse_citations(doc))
+    assert len(results) == 515
+    assert {r.status for r in results[:500]} == {CitationStatus.VERIFIED}
+    assert {r.status for r in results[500:]} == {CitationStatus.CORRECTED}
+    assert checker.files.loads == 5
+
+
+# --- location rules ----------------------------------------------------------------------
+
+
+def _one(tmp_path: Path, source: str, citation: str, name: str = "m.py") -> CitationResult:
+    (tmp_path / name).write_text(source)
+    doc = tmp_path / "a.md"
+    doc.write_text(citation + "\n")
+    (r,) = check_document(tmp_path, doc)
+    return r
+
+
+def test_nearest_match_wins_within_the_window(tmp_path: Path) -> None:
+    src = (
+        "\n".join(["x = 0"] * 10 + ["use(thing_a)", "x", "x", "x", "x", "x", "use(thing_a)"]) + "\n"
+    )
+    assert _one(tmp_path, src, "m.py:13 — `thing_a`").corrected_to == "m.py:11"
+
+
+def test_definitions_win_over_nearer_uses(tmp_path: Path) -> None:
+    src = "\n".join(
+        ["x = 0"] * 10 + ["use(thing_b)", "x", "x", "x", "x", "x", "def thing_b():", "    pass"]
+    )
+    assert _one(tmp_path, src + "\n", "m.py:12 — `thing_b`").corrected_to == "m.py:17"
+
+
+def test_dotted_names_use_the_python_qualname(tmp_path: Path) -> None:
+    src = "class Other:\n    def fetch(self):\n        pass\n\n\n"
+    src += "class Client:\n    def fetch(self):\n        pass\n"
+    r = _one(tmp_path, src, "m.py:1 — `Client.fetch` does it")
+    assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:7")
+    assert _one(tmp_path, src, "m.py:8 — `Client.fetch`").status is CitationStatus.VERIFIED
+    assert _one(tmp_path, src, "m.py:4 — `fetch`").corrected_to == "m.py:2"  # the nearest
+
+
+def test_line_zero_and_reversed_ranges(tmp_path: Path) -> None:
+    src = "a = 1\ndef only_one():\n    pass\n"
+    assert _one(tmp_path, src, "m.py:0 — `only_one`").corrected_to == "m.py:2"
+    assert _one(tmp_path, src, "m.py:3-1 — the end").status is CitationStatus.DROPPED
+
+
+def test_beyond_the_end_without_entities_is_fabricated(tmp_path: Path) -> None:
+    r = _one(tmp_path, "a = 1\n", "m.py:40 — the main loop")
+    assert (r.status, r.beyond_end, r.file_lines) == (CitationStatus.FABRICATED, True, 1)
+
+
+def test_range_reaching_past_the_end_is_a_fabrication_sign(tmp_path: Path) -> None:
+    src = "a = 1\n\ndef tail_fn():\n    pass\n"
+    r = _one(tmp_path, src, "m.py:3-9 — `tail_fn`")
+    assert (r.status, r.corrected_to, r.beyond_end) == (CitationStatus.CORRECTED, "m.py:3-4", True)
+
+
+def test_non_python_definitions(tmp_path: Path) -> None:
+    src = "// x\n\n\n\nfunction renderPage(a) {\n  return a;\n}\nrenderPage(1);\n"
+    r = _one(tmp_path, src, "web.js:1 — `renderPage`", name="web.js")
+    assert r.corrected_to == "web.js:5"
+
+
+def test_link_mismatch_without_entities_cannot_be_decided(tmp_path: Path) -> None:
+    r = _one(tmp_path, "a\nb\nc\n", "[m.py:1](m.py#L2) — the thing")
+    assert r.status is CitationStatus.DROPPED
+    assert "link text says m.py:1" in r.reason
+
+
+def test_an_internal_error_is_a_dropped_verdict(tmp_path: Path) -> None:
+    bad = Citation(
+        document=tmp_path / "a.md",
+        line=1,
+        offset=0,
+        raw="x",
+        path="a\0b.py",
+        start_line=1,
+        end_line=1,
+    )
+    r = CitationChecker(tmp_path).check(bad)
+    assert r.status is CitationStatus.DROPPED
+    assert r.reason.startswith("internal error: ValueError")

@@ -1,0 +1,660 @@
+"""Red-before-green core: identities, the genuine-red heuristic, records, ledger, classify.
+
+Trees come from real git repositories (tests/helpers/git_repo.py); the ledger is real
+files, real locks and real concurrent processes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.git_repo import FIX_TEST_ID, BugFixRepo, git, make_bugfix_repo
+
+from pytest_vgate.evidence import (
+    NOT_A_GIT_TREE,
+    OUTPUT_TAIL,
+    Ledger,
+    RbgResult,
+    Record,
+    TreeState,
+    claim_hash,
+    classify,
+    fingerprint,
+    inputs_digest,
+    is_genuine_red,
+    make_record,
+    tree_state,
+)
+from pytest_vgate.evidence import ledger as ledger_mod
+from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
+from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict
+
+PYTEST_ARGV = ("python", "-m", "pytest", "-q", FIX_TEST_ID)
+GATE = Gate(id="add-works", claim="add adds", check=" ".join(PYTEST_ARGV), argv=PYTEST_ARGV)
+PASS = Verdict(mode=Mode.PASS, exit_code=0, command=PYTEST_ARGV)
+RED = Verdict.failed(Mode.FAIL, "exit 1", exit_code=1, command=PYTEST_ARGV)
+NO_TEST = Verdict.failed(Mode.FAIL, "exit 4", exit_code=4, command=PYTEST_ARGV)
+TIMEOUT = Verdict.failed(Mode.TIMEOUT, "deadline")
+
+
+@pytest.fixture
+def bugfix(tmp_path: Path) -> BugFixRepo:
+    return make_bugfix_repo(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TreeState]:
+    """The fixed tree (HEAD, clean) and the buggy tree (HEAD with the bug put back)."""
+    bugfix = make_bugfix_repo(tmp_path_factory.mktemp("trees"))
+    fixed = tree_state(bugfix.root)
+    bugfix.reintroduce_bug()
+    buggy = tree_state(bugfix.root)
+    bugfix.fix_bug()
+    return {"fixed": fixed, "buggy": buggy}
+
+
+def rec(
+    verdict: Verdict,
+    tree: TreeState,
+    *,
+    gate: Gate = GATE,
+    where: str = "current",
+    time: str = "2026-01-01T10:00:00.000000Z",
+    inputs: str = "",
+) -> Record:
+    base_ref = "HEAD~1" if where == "base" else None
+    return make_record(
+        gate, verdict, tree=tree, inputs_digest=inputs, where=where, base_ref=base_ref, time=time
+    )
+
+
+# --- identity ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"type": GateType.CODE},
+        {"argv": ("python", "-m", "pytest", "-q", "tests/test_basic.py")},
+        {"expect": (0, 1)},
+        {"cwd": "sub"},
+        {"env": EnvSpec(pass_names=("HOME",))},
+        {"env": EnvSpec(set_values=(("LANG", "C"),))},
+        {"tools": ("python",)},
+        {"overlay": ("tests/",)},
+        {"verifiers": ("checks:first",)},
+    ],
+)
+def test_fingerprint_changes_with_the_check_identity(change: dict[str, object]) -> None:
+    assert fingerprint(replace(GATE, **change)) != fingerprint(GATE)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"claim": "something else"},
+        {"timeout": 5.0},
+        {"root": Path("/elsewhere")},
+        {"red": RedPolicy.NOT_REQUIRED},
+        {"red_exit": (1,)},
+        {"inputs": ("src/**/*.py",)},
+        {"stale_at": "2026-01-01T00:00:00Z"},
+        {"id": "renamed"},
+        {"line": 99},
+    ],
+)
+def test_fingerprint_ignores_what_is_not_the_check(change: dict[str, object]) -> None:
+    assert fingerprint(replace(GATE, **change)) == fingerprint(GATE)  # type: ignore[arg-type]
+
+
+def test_fingerprint_includes_tool_bytes_but_not_tool_paths() -> None:
+    gate = replace(GATE, tools=("python",))
+    a = fingerprint(gate, [ToolRecord("python", "/usr/bin/python", "aa" * 32)])
+    moved = fingerprint(gate, [ToolRecord("python", "/base/.toolchain/python", "aa" * 32)])
+    other_bytes = fingerprint(gate, [ToolRecord("python", "/usr/bin/python", "bb" * 32)])
+    assert a == moved
+    assert a != other_bytes
+    assert a != fingerprint(gate)
+
+
+def test_claim_hash_tells_claims_apart_but_not_whitespace() -> None:
+    assert claim_hash("add adds") == claim_hash("  add adds \n")
+    assert claim_hash("a\r\nb") == claim_hash("a\nb")
+    assert claim_hash("add adds") != claim_hash("add subtracts")
+    assert len(claim_hash("")) == 64
+
+
+def test_tree_state_of_a_clean_and_a_dirty_tree(bugfix: BugFixRepo) -> None:
+    clean = tree_state(bugfix.root)
+    assert clean.commit == bugfix.fix_sha
+    assert (clean.dirty, clean.label) == ("", bugfix.fix_sha[:7])
+    bugfix.reintroduce_bug()
+    dirty = tree_state(bugfix.root)
+    assert dirty.commit == bugfix.fix_sha
+    assert dirty.label == f"{bugfix.fix_sha[:7]}+dirty:{dirty.dirty[:4]}"
+    assert dirty.key != clean.key
+    bugfix.fix_bug()  # the same bytes as HEAD again: the same tree
+    assert tree_state(bugfix.root).key == clean.key
+    (bugfix.root / "notes.txt").write_text("untracked")
+    untracked = tree_state(bugfix.root)
+    assert untracked.key not in (clean.key, dirty.key)
+    (bugfix.root / "notes.txt").write_text("untracked, other bytes")
+    assert tree_state(bugfix.root).key != untracked.key
+
+
+def test_tree_state_sees_a_mode_change(bugfix: BugFixRepo) -> None:
+    clean = tree_state(bugfix.root)
+    bugfix.mathx.chmod(0o755)
+    assert tree_state(bugfix.root).key != clean.key
+
+
+def test_tree_state_ignores_caches_bytecode_and_the_ledger(tmp_path: Path) -> None:
+    repo = make_bugfix_repo(tmp_path)
+    (repo.repo / ".gitignore").write_text("")  # nothing ignored by the user
+    git(repo.repo, "commit", "-q", "-am", "no ignores")
+    clean = tree_state(repo.root)
+    (repo.root / "pkg" / "__pycache__").mkdir()
+    (repo.root / "pkg" / "__pycache__" / "mathx.cpython-311.pyc").write_bytes(b"\0\1")
+    (repo.root / "stray.pyc").write_bytes(b"\0")
+    (repo.root / ".pytest_cache").mkdir()
+    (repo.root / ".pytest_cache" / "v").write_text("x")
+    assert Ledger.default(repo.root).append([rec(PASS, clean)]) == []
+    elsewhere = repo.root / "evidence" / "mine.jsonl"
+    assert Ledger(elsewhere).append([rec(PASS, clean)]) == []
+    assert tree_state(repo.root, exclude=[elsewhere]).key == clean.key
+    assert tree_state(repo.root).key != clean.key  # without exclude the file counts
+
+
+def test_tree_state_outside_git_and_before_the_first_commit(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    state = tree_state(plain)
+    assert (state.commit, state.label, state.is_git) == (None, NOT_A_GIT_TREE, False)
+    assert tree_state(tmp_path / "missing").label == NOT_A_GIT_TREE
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    (unborn / "a.py").write_text("x = 1\n")
+    state = tree_state(unborn)
+    assert state.commit is None
+    assert state.is_git
+    assert state.label.startswith("unborn+dirty:")
+
+
+def test_tree_state_of_a_subfolder_is_the_repository_state(tmp_path: Path) -> None:
+    repo = make_bugfix_repo(tmp_path, subdir="proj")
+    (repo.repo / "outside.txt").write_text("changed outside the project")
+    assert tree_state(repo.root) == tree_state(repo.repo)
+    assert tree_state(repo.root).dirty
+
+
+def test_inputs_digest(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("a")
+    (root / "src" / "deep" / "b.py").write_text("b")
+    (root / "README").write_text("r")
+    assert inputs_digest(root, []) == ""
+    first = inputs_digest(root, ["src/**/*.py"])
+    assert first
+    assert first == inputs_digest(root, ["src/**/*.py"])
+    (root / "README").write_text("not an input")
+    assert inputs_digest(root, ["src/**/*.py"]) == first
+    (root / "src" / "deep" / "b.py").write_text("b2")
+    changed = inputs_digest(root, ["src/**/*.py"])
+    assert changed != first
+    (root / "src" / "c.py").write_text("")
+    assert inputs_digest(root, ["src/**/*.py"]) != changed
+    secret = tmp_path / "secret.py"
+    secret.write_text("outside")
+    before = inputs_digest(root, ["src/**/*.py", "../*.py"])
+    (root / "src" / "link.py").symlink_to(secret)
+    assert inputs_digest(root, ["src/**/*.py", "../*.py"]) == before  # nothing outside read
+    assert inputs_digest(root, ["nothing/*"]) != ""
+
+
+# --- the genuine-red heuristic ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "mode", "exit_code", "red_exit", "genuine", "why"),
+    [
+        (PYTEST_ARGV, Mode.FAIL, 1, None, True, "exit 1"),
+        (PYTEST_ARGV, Mode.FAIL, 2, None, False, "interrupted"),
+        (PYTEST_ARGV, Mode.FAIL, 3, None, False, "internal error"),
+        (PYTEST_ARGV, Mode.FAIL, 4, None, False, "usage error"),
+        (PYTEST_ARGV, Mode.FAIL, 5, None, False, "no tests were collected"),
+        (("pytest", "-q"), Mode.FAIL, 4, None, False, "usage error"),
+        (("/venv/bin/py.test",), Mode.FAIL, 5, None, False, "no tests"),
+        (("python3", "-mpytest"), Mode.FAIL, 2, None, False, "interrupted"),
+        (("pytest-3",), Mode.FAIL, 4, None, False, "usage error"),
+        (("python", "check.py"), Mode.FAIL, 4, None, True, "exit 4"),
+        (("python", "-m", "pytester"), Mode.FAIL, 4, None, True, "exit 4"),
+        (("sh", "run.sh"), Mode.FAIL, 127, None, False, "command not found"),
+        (("sh", "run.sh"), Mode.FAIL, 126, None, False, "could not be executed"),
+        (("sh", "run.sh"), Mode.FAIL, 127, (127,), False, "command not found"),
+        (("sh", "run.sh"), Mode.FAIL, -9, None, False, "signal 9"),
+        (PYTEST_ARGV, Mode.FAIL, 1, (1,), True, "is in red_exit"),
+        (PYTEST_ARGV, Mode.FAIL, 1, (3,), False, "not in red_exit"),
+        (PYTEST_ARGV, Mode.FAIL, 4, (4,), True, "is in red_exit"),
+        (PYTEST_ARGV, Mode.PASS, 0, None, False, "passed"),
+        (PYTEST_ARGV, Mode.UNAVAILABLE, None, None, False, "not found"),
+        (PYTEST_ARGV, Mode.TIMEOUT, None, None, False, "timed out"),
+        (PYTEST_ARGV, Mode.CRASH, None, None, False, "died"),
+        (PYTEST_ARGV, Mode.BLANK, None, None, False, "blank"),
+        (PYTEST_ARGV, Mode.ERROR, None, None, False, "error"),
+        (PYTEST_ARGV, Mode.PANIC, None, None, False, "panicked"),
+        (PYTEST_ARGV, Mode.SANDBOX, None, None, False, "sandbox"),
+        (PYTEST_ARGV, Mode.UNGROUNDED, None, None, False, "without running"),
+    ],
+)
+def test_is_genuine_red(
+    argv: tuple[str, ...],
+    mode: Mode,
+    exit_code: int | None,
+    red_exit: tuple[int, ...] | None,
+    genuine: bool,
+    why: str,
+) -> None:
+    gate = replace(GATE, argv=argv, red_exit=red_exit)
+    verdict = Verdict(mode=mode, exit_code=exit_code)
+    ok, reason = is_genuine_red(verdict, gate)
+    assert ok is genuine
+    assert why in reason
+
+
+def test_a_failing_python_verifier_is_a_genuine_red() -> None:
+    gate = Gate(id="v", type=GateType.PYTHON, verifiers=("checks:first",))
+    assert is_genuine_red(Verdict(mode=Mode.FAIL), gate)[0] is True
+    assert is_genuine_red(Verdict(mode=Mode.ERROR), gate)[0] is False
+
+
+# --- records ----------------------------------------------------------------------------
+
+
+def test_record_round_trips_through_json(trees: dict[str, TreeState]) -> None:
+    big = Verdict.failed(Mode.FAIL, "x", exit_code=1, stdout="o" * 10_000 + "END", stderr="e")
+    record = rec(big, trees["buggy"], where="base")
+    assert record.stdout.endswith("END")
+    assert len(record.stdout) < OUTPUT_TAIL + 64
+    assert record.genuine_red
+    assert record.red_reason
+    assert record.base_ref == "HEAD~1"
+    again = Record.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record
+    assert again.tree.key == trees["buggy"].key
+
+
+def test_record_from_dict_rejects_malformed() -> None:
+    good = rec(PASS, TreeState("a" * 40, "", "aaaaaaa")).to_dict()
+    for broken in (
+        {**good, "where": "elsewhere"},
+        {**good, "mode": "maybe"},
+        {**good, "exit_code": "1"},
+        {k: v for k, v in good.items() if k != "gate_id"},
+        {**good, "tree": "abc"},
+    ):
+        with pytest.raises((KeyError, ValueError, TypeError)):
+            Record.from_dict(broken)
+
+
+# --- the ledger -------------------------------------------------------------------------
+
+
+def test_ledger_round_trip_in_the_default_location(tmp_path: Path) -> None:
+    ledger = Ledger.default(tmp_path)
+    assert ledger.file == tmp_path / ".vgate" / "ledger.jsonl"
+    assert ledger.read() == ([], [])  # no ledger yet: no evidence, no warning
+    tree = TreeState("a" * 40, "", "aaaaaaa")
+    first = [rec(RED, tree), rec(PASS, tree, gate=replace(GATE, id="other"))]
+    assert ledger.append(first) == []
+    assert ledger.append([rec(PASS, tree)]) == []
+    records, warnings = ledger.read()
+    assert warnings == []
+    assert records == [*first, rec(PASS, tree)]
+    assert ledger.read(gate_ids={"other"})[0] == [first[1]]
+    assert (tmp_path / ".vgate" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert len(ledger.file.read_text().splitlines()) == 3  # one JSON object per line
+
+
+def test_ledger_path_may_name_the_file(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "deep" / "evidence.jsonl")
+    assert ledger.append([rec(PASS, TreeState(None, "", NOT_A_GIT_TREE, is_git=False))]) == []
+    assert ledger.file.is_file()
+    assert not (tmp_path / "deep" / ".gitignore").exists()  # not our directory
+    assert len(ledger.read()[0]) == 1
+
+
+def test_garbage_in_the_ledger_keeps_what_parses(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / ".vgate")
+    tree = TreeState("a" * 40, "", "aaaaaaa")
+    assert ledger.append([rec(RED, tree), rec(PASS, tree)]) == []
+    with ledger.file.open("ab") as fh:
+        fh.write(b'\x00\xff\xfegarbage\n[1, 2]\n{"gate_id": "x"}\n{"truncated": ')
+    assert ledger.append([rec(PASS, tree, time="2026-02-02T00:00:00.000000Z")]) == []
+    records, warnings = ledger.read()
+    assert [r.mode for r in records] == [Mode.FAIL, Mode.PASS, Mode.PASS]
+    assert len(warnings) == 1
+    assert str(ledger.file) in warnings[0]
+    assert "skipped 4 unreadable line" in warnings[0]
+
+
+def test_a_directory_where_the_ledger_file_should_be(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / ".vgate")
+    ledger.file.mkdir(parents=True)
+    warnings = ledger.append([rec(PASS, TreeState("a" * 40, "", "aaaaaaa"))])
+    assert len(warnings) == 1
+    assert str(ledger.file) in warnings[0]
+    records, warnings = ledger.read()
+    assert records == []
+    assert len(warnings) == 1
+    assert str(ledger.file) in warnings[0]
+
+
+def test_a_file_where_the_ledger_directory_should_be(tmp_path: Path) -> None:
+    (tmp_path / ".vgate").write_text("I am a file")
+    ledger = Ledger.default(tmp_path)
+    warnings = ledger.append([rec(PASS, TreeState("a" * 40, "", "aaaaaaa"))])
+    assert len(warnings) == 1
+    assert str(ledger.file) in warnings[0]
+    assert "not recorded" in warnings[0]
+    assert ledger.read()[0] == []
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root writes through chmod 0o500; see the cases above"
+)
+def test_a_read_only_ledger_directory(tmp_path: Path) -> None:
+    ledger = Ledger.default(tmp_path)
+    ledger.file.parent.mkdir()
+    ledger.file.parent.chmod(0o500)
+    try:
+        warnings = ledger.append([rec(PASS, TreeState("a" * 40, "", "aaaaaaa"))])
+    finally:
+        ledger.file.parent.chmod(0o700)
+    assert len(warnings) == 1
+    assert str(ledger.file) in warnings[0]
+
+
+def test_a_locked_ledger_degrades_to_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger_mod, "LOCK_WAIT", 0.3)
+    ledger = Ledger.default(tmp_path)
+    tree = TreeState("a" * 40, "", "aaaaaaa")
+    assert ledger.append([rec(RED, tree)]) == []
+    holder = os.open(ledger.file, os.O_RDONLY)  # another open file: flock conflicts with it
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        warnings = ledger.append([rec(PASS, tree)])
+    finally:
+        os.close(holder)
+    assert len(warnings) == 1
+    assert "locked" in warnings[0]
+    assert str(ledger.file) in warnings[0]
+    assert ledger.append([rec(PASS, tree)]) == []
+    assert [r.mode for r in ledger.read()[0]] == [Mode.FAIL, Mode.PASS]
+
+
+def _writer(path: str, writer: int, count: int, start: Any) -> None:
+    ledger = Ledger(Path(path))
+    tree = TreeState("b" * 40, "", "bbbbbbb")
+    start.wait(10)
+    for i in range(count):
+        record = rec(RED, tree, gate=replace(GATE, id=f"w{writer}-{i}"))
+        if ledger.append([record]) != []:  # one locked append per record: most contention
+            os._exit(3)
+    os._exit(0)
+
+
+def test_two_concurrent_writer_processes_lose_no_record(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    path = str(tmp_path / ".vgate")
+    procs = [ctx.Process(target=_writer, args=(path, w, 500, start)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    records, warnings = Ledger(Path(path)).read()
+    assert warnings == []
+    ids = sorted(r.gate_id for r in records)
+    assert len(ids) == 1000
+    assert set(ids) == {f"w{w}-{i}" for w in (1, 2) for i in range(500)}
+
+
+# --- classify ---------------------------------------------------------------------------
+
+
+def test_base_genuine_red_then_green_is_proven(trees: dict[str, TreeState]) -> None:
+    base = rec(RED, trees["buggy"], where="base")
+    result = classify(GATE, rec(PASS, trees["fixed"]), base=base, history=[], require_red=True)
+    assert (result.status, result.ok, result.mode, result.cause) == (Rbg.PROVEN, True, None, None)
+    assert result.red_evidence == base
+    assert "base HEAD~1, exit 1" in result.reason
+
+
+def test_green_on_the_base_too_is_never_red(trees: dict[str, TreeState]) -> None:
+    history = [rec(RED, trees["buggy"])]  # the base decides, not the ledger
+    base = rec(PASS, trees["buggy"], where="base")
+    result = classify(
+        GATE, rec(PASS, trees["fixed"]), base=base, history=history, require_red=False
+    )
+    assert (result.status, result.ok) == (Rbg.NEVER_RED, False)
+    assert (result.mode, result.cause) == (Mode.FAIL, Cause.BROKEN_TEST)
+
+
+@pytest.mark.parametrize(
+    ("base_verdict", "gate", "cause", "why"),
+    [
+        (NO_TEST, GATE, Cause.BROKEN_TEST, "usage error"),
+        (RED, replace(GATE, red_exit=(3,)), Cause.BROKEN_TEST, "not in red_exit"),
+        (Verdict.failed(Mode.ERROR, "boom"), GATE, Cause.BROKEN_TEST, "error"),
+        (TIMEOUT, GATE, Cause.ENVIRONMENT, "timed out"),
+        (Verdict.failed(Mode.UNAVAILABLE, "no tool"), GATE, Cause.ENVIRONMENT, "not found"),
+    ],
+)
+def test_red_on_the_base_for_the_wrong_reason_is_weak_red(
+    trees: dict[str, TreeState], base_verdict: Verdict, gate: Gate, cause: Cause, why: str
+) -> None:
+    base = rec(base_verdict, trees["buggy"], gate=gate, where="base")
+    current = rec(PASS, trees["fixed"], gate=gate)
+    result = classify(gate, current, base=base, history=[], require_red=False)
+    assert (result.status, result.ok, result.mode, result.cause) == (
+        Rbg.WEAK_RED,
+        False,
+        Mode.FAIL,
+        cause,
+    )
+    assert why in result.reason
+
+
+def test_red_on_the_base_and_red_now_keeps_the_product_failure(
+    trees: dict[str, TreeState],
+) -> None:
+    base = rec(RED, trees["buggy"], where="base")
+    current = rec(RED, trees["buggy"])
+    result = classify(GATE, current, base=base, history=[], require_red=True)
+    assert (result.status, result.ok, result.mode, result.cause) == (
+        Rbg.UNPROVEN,
+        False,
+        None,
+        None,
+    )
+    assert result.red_evidence == base
+    assert "fails now" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("base_verdict", "current_verdict", "ok", "mode", "cause"),
+    [
+        (PASS, PASS, True, None, None),
+        (None, PASS, True, None, None),
+        (RED, PASS, False, Mode.FAIL, Cause.BROKEN_TEST),
+        (TIMEOUT, PASS, False, Mode.FAIL, Cause.ENVIRONMENT),
+        (PASS, RED, False, None, None),
+    ],
+)
+def test_regression_gates_must_pass_on_both(
+    trees: dict[str, TreeState],
+    base_verdict: Verdict | None,
+    current_verdict: Verdict,
+    ok: bool,
+    mode: Mode | None,
+    cause: Cause | None,
+) -> None:
+    gate = replace(GATE, red=RedPolicy.NOT_REQUIRED)
+    base = rec(base_verdict, trees["buggy"], gate=gate, where="base") if base_verdict else None
+    current = rec(current_verdict, trees["fixed"], gate=gate)
+    result = classify(gate, current, base=base, history=[], require_red=True)
+    assert (result.status, result.ok, result.mode, result.cause) == (
+        Rbg.REGRESSION,
+        ok,
+        mode,
+        cause,
+    )
+
+
+def test_ledger_red_on_another_tree_then_green_is_proven(trees: dict[str, TreeState]) -> None:
+    early = rec(RED, trees["buggy"], time="2026-01-01T09:00:00.000000Z")
+    late = rec(RED, trees["buggy"], time="2026-01-01T09:30:00.000000Z")
+    history = [late, early, rec(PASS, trees["fixed"])]
+    result = classify(GATE, rec(PASS, trees["fixed"]), base=None, history=history, require_red=True)
+    assert (result.status, result.ok, result.mode, result.cause) == (Rbg.PROVEN, True, None, None)
+    assert result.red_evidence == late
+    assert trees["buggy"].label in result.reason
+    assert "exit 1" in result.reason
+
+
+def test_a_red_on_the_same_tree_proves_nothing(trees: dict[str, TreeState]) -> None:
+    history = [rec(RED, trees["fixed"])]  # red then green on the very same tree: flaky
+    result = classify(
+        GATE, rec(PASS, trees["fixed"]), base=None, history=history, require_red=False
+    )
+    assert (result.status, result.ok) == (Rbg.UNPROVEN, True)
+    assert "same tree" in result.reason
+
+
+def test_outside_git_the_ledger_cannot_prove(tmp_path: Path) -> None:
+    plain = tree_state(tmp_path)
+    history = [rec(RED, plain)]
+    result = classify(GATE, rec(PASS, plain), base=None, history=history, require_red=False)
+    assert result.status is Rbg.UNPROVEN
+    assert "not a git tree" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("stale_at", "status"),
+    [
+        ("2026-01-01T09:00:00Z", Rbg.PROVEN),  # the red came after: it counts
+        ("2026-01-01T11:00:00Z", Rbg.UNPROVEN),  # the red came before: stale
+        ("2026-01-01T11:00:00", Rbg.UNPROVEN),  # naive: UTC
+        ("2026-01-01T11:00:00+02:00", Rbg.PROVEN),  # 09:00 UTC
+        ("not a time", Rbg.UNPROVEN),  # fail closed
+    ],
+)
+def test_evidence_before_stale_at_does_not_count(
+    trees: dict[str, TreeState], stale_at: str, status: Rbg
+) -> None:
+    gate = replace(GATE, stale_at=stale_at)
+    history = [rec(RED, trees["buggy"], gate=gate, time="2026-01-01T10:00:00.000000Z")]
+    current = rec(PASS, trees["fixed"], gate=gate, time="2026-01-02T10:00:00.000000Z")
+    result = classify(gate, current, base=None, history=history, require_red=False)
+    assert result.status is status
+    if status is Rbg.UNPROVEN:
+        assert "stale_at" in result.reason
+
+
+def test_evidence_with_other_inputs_does_not_count(trees: dict[str, TreeState]) -> None:
+    history = [rec(RED, trees["buggy"], inputs="before")]
+    current = rec(PASS, trees["fixed"], inputs="after")
+    result = classify(GATE, current, base=None, history=history, require_red=False)
+    assert result.status is Rbg.UNPROVEN
+    assert "inputs changed" in result.reason
+    same = rec(PASS, trees["fixed"], inputs="before")
+    assert classify(GATE, same, base=None, history=history, require_red=False).ok
+
+
+def test_red_evidence_for_another_claim_is_requirement_changed(
+    trees: dict[str, TreeState],
+) -> None:
+    old = replace(GATE, claim="add returns the difference")
+    history = [rec(RED, trees["buggy"], gate=old)]
+    result = classify(
+        GATE, rec(PASS, trees["fixed"]), base=None, history=history, require_red=False
+    )
+    assert (result.status, result.ok, result.mode, result.cause) == (
+        Rbg.REQUIREMENT_CHANGED,
+        False,
+        Mode.FAIL,
+        Cause.REQUIREMENT_CHANGED,
+    )
+    assert result.red_evidence == history[0]
+    both = [*history, rec(RED, trees["buggy"])]  # a red for the current claim too
+    assert (
+        classify(GATE, rec(PASS, trees["fixed"]), base=None, history=both, require_red=False).status
+        is Rbg.PROVEN
+    )
+
+
+def test_only_weak_reds_in_the_ledger(trees: dict[str, TreeState]) -> None:
+    history = [rec(NO_TEST, trees["buggy"]), rec(TIMEOUT, trees["buggy"])]
+    current = rec(PASS, trees["fixed"])
+    lenient = classify(GATE, current, base=None, history=history, require_red=False)
+    assert (lenient.status, lenient.ok, lenient.mode) == (Rbg.WEAK_RED, True, None)
+    strict = classify(GATE, current, base=None, history=history, require_red=True)
+    assert (strict.status, strict.ok, strict.mode, strict.cause) == (
+        Rbg.WEAK_RED,
+        False,
+        Mode.FAIL,
+        Cause.BROKEN_TEST,
+    )
+
+
+def test_no_red_evidence_is_unproven(trees: dict[str, TreeState]) -> None:
+    unrelated = [
+        rec(RED, trees["buggy"], gate=replace(GATE, id="another-gate")),
+        rec(RED, trees["buggy"], gate=replace(GATE, argv=("python", "-m", "pytest", "-x"))),
+        rec(PASS, trees["buggy"]),
+    ]
+    current = rec(PASS, trees["fixed"])
+    lenient = classify(GATE, current, base=None, history=unrelated, require_red=False)
+    assert (lenient.status, lenient.ok, lenient.mode, lenient.cause) == (
+        Rbg.UNPROVEN,
+        True,
+        None,
+        None,
+    )
+    strict = classify(GATE, current, base=None, history=unrelated, require_red=True)
+    assert (strict.status, strict.ok, strict.mode, strict.cause) == (
+        Rbg.UNPROVEN,
+        False,
+        Mode.FAIL,
+        Cause.BROKEN_TEST,
+    )
+
+
+def test_a_failing_run_keeps_its_own_mode(trees: dict[str, TreeState]) -> None:
+    history = [rec(RED, trees["buggy"])]
+    current = rec(TIMEOUT, trees["fixed"])
+    result = classify(GATE, current, base=None, history=history, require_red=True)
+    assert (result.ok, result.mode, result.cause) == (False, None, None)
+
+
+def test_classify_reads_the_ledger_it_wrote(tmp_path: Path, trees: dict[str, TreeState]) -> None:
+    ledger = Ledger.default(tmp_path)
+    assert ledger.append([rec(RED, trees["buggy"])]) == []
+    history, warnings = ledger.read()
+    result = classify(GATE, rec(PASS, trees["fixed"]), base=None, history=history, require_red=True)
+    assert (result.status, warnings) == (Rbg.PROVEN, [])
+    again = RbgResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again == result

@@ -1,0 +1,295 @@
+"""End to end: command gates in real pytest sessions, plain and under ``-n 2``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from helpers.junit import junit_cases
+
+PY = shlex.quote(sys.executable)
+
+
+def write_gates(pytester: pytest.Pytester, body: str, name: str = "gates.yaml") -> Path:
+    path = pytester.path / name
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+MODES_YAML = f"""
+gates:
+  - id: passes
+    claim: exits 0
+    check: {PY} -c "pass"
+  - id: answers-no
+    check: {PY} -c "raise SystemExit(3)"
+  - id: expect-list
+    check: {PY} -c "raise SystemExit(3)"
+    expect: [0, 3]
+  - id: hangs
+    check: {PY} -c "import time; time.sleep(300)"
+    timeout: 2
+  - id: missing-tool
+    check: no-such-program-vgate-xyz --flag
+  - id: signal-kill
+    check: {PY} -c "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+  - id: not-executable
+    check: ./plain.txt
+  - id: blank
+    check: "   "
+  - id: judged
+    type: semantic
+    claim: reads well
+"""
+
+EXPECTED = {
+    "passes": ("passed", "pass", None),
+    "answers-no": ("failure", "fail", "product"),
+    "expect-list": ("passed", "pass", None),
+    "hangs": ("failure", "timeout", "environment"),
+    "missing-tool": ("failure", "unavailable", "environment"),
+    "signal-kill": ("failure", "crash", "environment"),
+    "not-executable": ("failure", "crash", "environment"),
+    "blank": ("failure", "blank", "broken_test"),
+    "judged": ("skipped", "judgment", None),
+}
+
+
+@pytest.mark.slow
+def test_every_mode_from_a_real_command(run_vgate, pytester: pytest.Pytester) -> None:
+    write_gates(pytester, MODES_YAML)
+    plain = pytester.path / "plain.txt"
+    plain.write_text("not a program\n")
+    plain.chmod(0o644)
+    result, cases = run_vgate("--vgate", "gates.yaml", "-rs")
+    assert result.ret == 1, result.stdout.str()
+    for gate_id, (outcome, mode, cause) in EXPECTED.items():
+        case = cases[gate_id]
+        assert case["outcome"] == outcome, (gate_id, case)
+        assert case["vgate_mode"] == mode, (gate_id, case)
+        assert case.get("vgate_cause") == cause, (gate_id, case)
+    assert cases["answers-no"]["vgate_exit_code"] == "3"
+    assert cases["passes"]["vgate_exit_code"] == "0"
+    out = result.stdout.str()
+    assert "need a rubric" in out
+    assert "INTERNALERROR" not in out
+    assert "gates: 9" in out
+
+
+def test_strict_fails_judgment_gates(run_vgate, pytester: pytest.Pytester) -> None:
+    write_gates(pytester, "gates:\n  - id: judged\n    type: self_review\n    claim: done\n")
+    result, cases = run_vgate("--vgate", "gates.yaml", "--vgate-strict")
+    assert result.ret == 1
+    assert cases["judged"]["outcome"] == "failure"
+    assert cases["judged"]["vgate_mode"] == "judgment"
+
+
+def test_failure_report_shows_claim_argv_codes_and_tails(pytester: pytest.Pytester) -> None:
+    write_gates(
+        pytester,
+        f"""
+        gates:
+          - id: loud
+            claim: the widget frobs
+            check: {PY} -c "import sys; print('out-line'); print('err-line', file=sys.stderr); sys.exit(2)"
+        """,
+    )
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    assert result.ret == 1
+    for needle in ("claim:    the widget frobs", "expected 0, actual 2", "mode fail",
+                   "cause product", "err-line", "out-line", "duration:"):
+        assert needle in out, needle
+
+
+def test_nothing_happens_without_the_option(pytester: pytest.Pytester) -> None:
+    write_gates(pytester, f"gates:\n  - id: a\n    check: {PY} -c pass\n")
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "gates.yaml" not in result.stdout.str()
+    assert "= vgate =" not in result.stdout.str()
+
+
+def test_ini_twin_and_no_vgate(pytester: pytest.Pytester) -> None:
+    write_gates(pytester, f"gates:\n  - id: a\n    check: {PY} -c pass\n")
+    pytester.makeini("[pytest]\nvgate = gates.yaml\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["vgate: gates.yaml (1 gates)", "*gates.yaml::a PASSED*"])
+    disabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:vgate")
+    # Without the plugin the ini key is unknown and nothing is collected.
+    assert disabled.ret == 5, disabled.stdout.str()
+
+
+def test_collection_works_with_k_m_and_collect_only(pytester: pytest.Pytester) -> None:
+    write_gates(
+        pytester,
+        f"""
+        gates:
+          - id: alpha
+            check: {PY} -c pass
+          - id: beta
+            check: {PY} -c pass
+          - id: gamma
+            check: {PY} -c "raise SystemExit(1)"
+        """,
+    )
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    collected = pytester.runpytest_subprocess("--vgate", "gates.yaml", "--collect-only", "-q")
+    collected.stdout.fnmatch_lines(
+        ["gates.yaml::alpha", "gates.yaml::beta", "gates.yaml::gamma", "test_plain.py::test_ok"]
+    )
+    only_gates = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-m", "vgate")
+    only_gates.assert_outcomes(passed=2, failed=1)
+    keyword = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-k", "beta")
+    keyword.assert_outcomes(passed=1)
+    first = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-x", "-m", "vgate")
+    first.assert_outcomes(passed=2, failed=1)
+    last_failed = pytester.runpytest_subprocess("--vgate", "gates.yaml", "--lf")
+    last_failed.assert_outcomes(failed=1)
+
+
+def test_xdist_collects_identically(pytester: pytest.Pytester) -> None:
+    body = "gates:\n" + "".join(
+        f"  - id: g{i}\n    check: {PY} -c pass\n" for i in range(12)
+    )
+    write_gates(pytester, body)
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-n", "2", "-p",
+                                           "no:cacheprovider")
+    result.assert_outcomes(passed=12)
+    assert "gates: 12 (12 pass)" in result.stdout.str()
+
+
+@pytest.mark.slow
+def test_timeout_kills_grandchildren(pytester: pytest.Pytester) -> None:
+    pidfile = pytester.path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    )
+    write_gates(
+        pytester, f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(script)}\n"
+        "    timeout: 2\n"
+    )
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider")
+    elapsed = time.monotonic() - started
+    assert result.ret == 1
+    assert elapsed < 30, elapsed
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid), f"grandchild {pid} survived the run"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][:1] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_secrets_do_not_reach_the_check_unless_named(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VGATE_FAKE_SECRET", "hunter2")
+    show = "import os, sys; sys.exit(0 if os.environ.get('VGATE_FAKE_SECRET') else 7)"
+    write_gates(
+        pytester,
+        f"""
+        gates:
+          - id: hidden
+            check: {PY} -c {shlex.quote(show)}
+          - id: named
+            check: {PY} -c {shlex.quote(show)}
+            env: [VGATE_FAKE_SECRET]
+          - id: literal
+            check: {PY} -c "import sys; sys.exit(0 if sys.argv[1:] == [';', '|', '$(id)', '*'] else 9)" ";" "|" "$(id)" "*"
+        """,
+    )
+    result, = (pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider",
+                                             "-rA"),)
+    out = result.stdout.str()
+    assert "hunter2" not in out
+    result.assert_outcomes(passed=2, failed=1)
+    assert "gates.yaml::hidden" in out and "exit code 7" in out
+
+
+def test_json_report(pytester: pytest.Pytester) -> None:
+    write_gates(
+        pytester,
+        f"""
+        gates:
+          - id: good
+            claim: fine
+            check: {PY} -c "print('hello')"
+          - id: bad
+            claim: broken
+            check: {PY} -c "raise SystemExit(4)"
+        """,
+    )
+    pytester.runpytest_subprocess("--vgate", "gates.yaml", "--vgate-report", "out/report.json",
+                                  "-n", "2")
+    data = json.loads((pytester.path / "out" / "report.json").read_text())
+    by_id = {g["id"]: g for g in data["gates"]}
+    assert by_id["good"]["mode"] == "pass" and by_id["good"]["stdout"] == "hello\n"
+    assert by_id["bad"]["mode"] == "fail" and by_id["bad"]["exit_code"] == 4
+    assert by_id["bad"]["cause"] == "product"
+    for key in ("id", "claim", "mode", "cause", "rbg", "exit_code", "duration", "command",
+                "stdout", "stderr", "checks", "tools", "red", "green"):
+        assert key in by_id["good"], key
+    assert by_id["good"]["tools"][0]["sha256"]
+
+
+def test_internal_error_is_a_failed_item_not_a_crash(pytester: pytest.Pytester) -> None:
+    """A bug of ours (here: the process layer blowing up) is mode error, never a pass."""
+    write_gates(pytester, f"gates:\n  - id: a\n    check: {PY} -c pass\n")
+    pytester.makeconftest(
+        """
+        import pytest_vgate.runner as runner
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("injected fault in the process layer")
+
+        runner.run_process = broken
+        """
+    )
+    junit = pytester.path / "j.xml"
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", f"--junitxml={junit}")
+    assert result.ret == 1
+    assert junit_cases(junit)["a"]["vgate_mode"] == "error"
+    assert "injected fault" in result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+@pytest.mark.slow
+def test_gigabyte_of_output_stays_bounded(pytester: pytest.Pytester) -> None:
+    writer = "import sys; b = b'x' * (1 << 20); [sys.stdout.buffer.write(b) for _ in range(1024)]"
+    write_gates(pytester, f"gates:\n  - id: flood\n    check: {PY} -c {shlex.quote(writer)}\n")
+    probe = pytester.path / "rss.txt"
+    pytester.makeconftest(
+        f"""
+        import resource
+
+        def pytest_unconfigure(config):
+            with open({str(probe)!r}, "w") as fh:
+                fh.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        """
+    )
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "--vgate-report", "r.json")
+    result.assert_outcomes(passed=1)
+    peak_mib = int(probe.read_text()) / 1024
+    assert peak_mib < 300, peak_mib
+    gate = json.loads((pytester.path / "r.json").read_text())["gates"][0]
+    assert gate["stdout_bytes"] == 1 << 30
+    assert len(gate["stdout"]) < 2 << 20
+    assert os.path.getsize(pytester.path / "r.json") < 8 << 20

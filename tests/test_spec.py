@@ -1,0 +1,640 @@
+"""The gates file: every kind of bad file is a GatesFileError naming FILE:LINE and the key;
+good files (all keys, aliases, defaults, root, citations) normalise as documented."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import re
+import textwrap
+import time
+from datetime import date, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_vgate.spec import (
+    ALIASES,
+    DEFAULT_KEYS,
+    ENV_KEYS,
+    GATE_KEYS,
+    TOP_LEVEL_KEYS,
+    EnvSpec,
+    Gate,
+    GatesFile,
+    GatesFileError,
+    GateType,
+    RedPolicy,
+    gate_from_mapping,
+    load_gates_file,
+)
+
+DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "gates-file.md"
+
+FULL = """\
+root: .
+defaults: {timeout: 60, env: [LANG], tools: []}
+gates:
+  - id: empty-reversed
+    type: command
+    claim: reversed(numeric_range(0)) is empty
+    check: python -m pytest -q "tests/test more.py::T::test_empty" --tb=no
+    expect: [0, 5, 0]
+    timeout: 30
+    cwd: ./sub/
+    env: {pass: [HOME], set: {PYTHONHASHSEED: "0"}}
+    tools: [python, python]
+    red: not-required
+    red_exit: 1
+    overlay: [tests/, src/mod.py]
+    inputs: ["src/**/*.py"]
+    stale_at: 2026-11-20T10:00:00Z
+  - id: parser-verifiers
+    type: python
+    verifiers: [checks:first, pkg.checks:second]
+citations: [answer.md]
+"""
+
+
+def write(folder: Path, text: str, name: str = "gates.yaml") -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def load_error(folder: Path, text: str) -> GatesFileError:
+    path = write(folder, text)
+    with pytest.raises(GatesFileError) as info:
+        load_gates_file(path)
+    return info.value
+
+
+def one_gate(folder: Path, body: str, **files: str) -> Gate:
+    for name, content in files.items():
+        write(folder, content, name)
+    gates = load_gates_file(write(folder, "gates:\n" + textwrap.indent(body, "  "))).gates
+    assert len(gates) == 1
+    return gates[0]
+
+
+# -- bad files: FILE:LINE and the key --------------------------------------------------------
+
+BAD_FILES = [
+    # (name, yaml, line, key, fragment of the message)
+    ("syntax", "gates:\n  - id: a\n    check: a: b\n", 3, None, "YAML syntax error"),
+    ("unclosed-quote", 'gates:\n  - id: a\n    check: "x\n', 4, None, "from line 3"),
+    ("tab-indent", "gates:\n\t- id: a\n", 2, None, "YAML syntax error"),
+    ("two-documents", "gates: []\n---\ngates: []\n", 2, None, "single document"),
+    ("control-char", "gates:\n  - id: a\n    check: x\x01\n", 3, None, "U+0001"),
+    ("top-list", "- id: a\n  check: x\n", 1, None, "under a `gates:` key"),
+    ("top-scalar", "just text\n", 1, None, "top level must be a mapping"),
+    ("unknown-top", "gates: []\ncitation: [a.md]\n", 2, "citation", "did you mean `citations`"),
+    ("gate-key-at-top", "check: x\ngates: []\n", 1, "check", "inside `gates:`"),
+    ("unknown-default", "defaults:\n  timout: 3\ngates: []\n", 2, "timout", "`timeout`"),
+    ("gate-only-default", "defaults:\n  red_exit: 1\n", 2, "red_exit", "per gate"),
+    ("defaults-not-map", "defaults: [1]\ngates: []\n", 1, "defaults", "must be a mapping"),
+    ("unknown-gate-key", "gates:\n  - id: a\n    comand: x\n", 3, "comand", "`command`"),
+    ("top-key-in-gate", "gates:\n  - id: a\n    root: .\n", 3, "root", "top level"),
+    ("dup-yaml-key", "gates:\n  - id: a\n    check: x\n    check: y\n", 4, "check", "line 3"),
+    ("dup-id", "gates:\n  - id: a\n    check: x\n  - id: a\n", 4, "id", "lines 2 and 4"),
+    ("missing-id", "gates:\n  - check: x\n", 2, "id", "no `id`"),
+    ("id-colons", "gates:\n  - id: a::b\n", 2, "id", "node id"),
+    ("id-brackets", "gates:\n  - id: a[1]\n", 2, "id", "node id"),
+    ("id-newline", 'gates:\n  - id: "a\\nb"\n', 2, "id", "node id"),
+    ("id-space", "gates:\n  - id: a b\n", 2, "id", "node id"),
+    ("id-number", "gates:\n  - id: 12\n", 2, "id", "must be text"),
+    ("id-slash", "gates:\n  - id: a/b\n", 2, "id", "node id"),
+    ("expect-text", "gates:\n  - id: a\n    expect: zero\n", 3, "expect", "0 to 255"),
+    ("expect-bool", "gates:\n  - id: a\n    expect: true\n", 3, "expect", "boolean"),
+    ("expect-256", "gates:\n  - id: a\n    expect:\n      - 0\n      - 256\n", 5, "expect", "256"),
+    ("expect-empty", "gates:\n  - id: a\n    expect: []\n", 3, "expect", "empty list"),
+    ("expect-negative", "gates:\n  - id: a\n    expect: -9\n", 3, "expect", "0 to 255"),
+    ("red-exit-text", "gates:\n  - id: a\n    red_exit: [1, x]\n", 3, "red_exit", "'x'"),
+    ("timeout-negative", "gates:\n  - id: a\n    timeout: -1\n", 3, "timeout", "above 0"),
+    ("timeout-zero", "gates:\n  - id: a\n    timeout: 0\n", 3, "timeout", "above 0"),
+    ("timeout-inf", "gates:\n  - id: a\n    timeout: .inf\n", 3, "timeout", "above 0"),
+    ("timeout-text", "gates:\n  - id: a\n    timeout: 10s\n", 3, "timeout", "seconds"),
+    ("timeout-huge", "gates:\n  - id: a\n    timeout: 1e400\n", 3, "timeout", "at most"),
+    ("tools-string", "gates:\n  - id: a\n    tools: python\n", 3, "tools", "[python]"),
+    ("tools-item", "gates:\n  - id: a\n    tools:\n      - python\n      - 3\n", 5, "tools", "3"),
+    ("type-unknown", "gates:\n  - id: a\n    type: shell\n", 3, "type", "command | code"),
+    ("type-case", "gates:\n  - id: a\n    type: Command\n", 3, "type", "did you mean `command`"),
+    ("type-dash", "gates:\n  - id: a\n    type: self-review\n", 3, "type", "`self_review`"),
+    ("alias-type", "gates:\n  - id: a\n    verification_type: bash\n", 3, "verification_type", ""),
+    ("red-bool", "gates:\n  - id: a\n    red: true\n", 3, "red", "required | not-required"),
+    ("red-typo", "gates:\n  - id: a\n    red: not_required\n", 3, "red", "`not-required`"),
+    ("check-quote", "gates:\n  - id: a\n    check: echo 'oops\n", 3, "check", "quotation"),
+    ("command-quote", "gates:\n  - id: a\n    command: echo \"x\n", 3, "command", "quotation"),
+    ("check-number", "gates:\n  - id: a\n    check: 42\n", 3, "check", "quote it"),
+    ("check-list", "gates:\n  - id: a\n    check: [ls, -l]\n", 3, "check", "must be text"),
+    ("claim-list", "gates:\n  - id: a\n    claim: [x]\n", 3, "claim", "must be text"),
+    ("stale-text", "gates:\n  - id: a\n    stale_at: yesterday\n", 3, "stale_at", "ISO 8601"),
+    ("stale-bad-date", "gates:\n  - id: a\n    stale_at: 2026-13-45\n", 3, None, "2026-13-45"),
+    ("stale-quoted-bad", 'gates:\n  - id: a\n    stale_at: "2026-02-30"\n', 3, "stale_at", "ISO"),
+    ("cwd-absolute", "gates:\n  - id: a\n    cwd: /etc\n", 3, "cwd", "leaves the root"),
+    ("cwd-dotdot", "gates:\n  - id: a\n    cwd: sub/../../x\n", 3, "cwd", "without `..`"),
+    ("cwd-home", "gates:\n  - id: a\n    cwd: ~/x\n", 3, "cwd", "leaves the root"),
+    ("cwd-empty", 'gates:\n  - id: a\n    cwd: ""\n', 3, "cwd", "non-empty"),
+    ("overlay-item", "gates:\n  - id: a\n    overlay:\n      - t/\n      - ../x\n", 5, "overlay", ""),
+    ("overlay-string", "gates:\n  - id: a\n    overlay: tests/\n", 3, "overlay", "list"),
+    ("inputs-abs", 'gates:\n  - id: a\n    inputs: ["/src/**"]\n', 3, "inputs", "leaves the root"),
+    ("inputs-windows", 'gates:\n  - id: a\n    inputs: ["C:/x"]\n', 3, "inputs", "leaves"),
+    ("python-no-verifiers", "gates:\n  - id: a\n    type: python\n", 2, "verifiers", "needs"),
+    ("python-with-check", "gates:\n  - id: a\n    type: python\n    verifier: m:f\n    check: x\n",
+     5, "check", "remove it"),  # fmt: skip
+    ("verifier-form", "gates:\n  - id: a\n    type: python\n    verifiers: [checks]\n",
+     4, "verifiers", "module:function"),  # fmt: skip
+    ("verifier-keyword", "gates:\n  - id: a\n    type: python\n    verifier: class:f\n",
+     4, "verifier", "module:function"),  # fmt: skip
+    ("verifiers-string", "gates:\n  - id: a\n    type: python\n    verifiers: m:f\n",
+     4, "verifiers", "non-empty list"),  # fmt: skip
+    ("verifiers-on-command", "gates:\n  - id: a\n    check: x\n    verifiers: [m:f]\n",
+     4, "verifiers", "type: python"),  # fmt: skip
+    ("both-type-and-alias", "gates:\n  - id: a\n    type: code\n    verification_type: code\n",
+     4, "verification_type", "keep one"),  # fmt: skip
+    ("both-check-aliases", "gates:\n  - id: a\n    command: x\n    evidence_shape: y\n",
+     4, "evidence_shape", "`command`"),  # fmt: skip
+    ("both-verifier-forms", "gates:\n  - id: a\n    type: python\n    verifier: m:f\n"
+     "    verifiers: [m:g]\n", 5, "verifiers", "keep one"),  # fmt: skip
+    ("env-string", "gates:\n  - id: a\n    env: HOME\n", 3, "env", "list of variable names"),
+    ("env-bad-name", "gates:\n  - id: a\n    env:\n      - HOME\n      - 1X\n", 5, "env", "1X"),
+    ("env-unknown-sub", "gates:\n  - id: a\n    env:\n      pas: [HOME]\n", 4, "env", "`pass`"),
+    ("env-set-int", "gates:\n  - id: a\n    env:\n      set:\n        SEED: 0\n", 5, "env", "quote"),
+    ("env-set-list", "gates:\n  - id: a\n    env: {set: [A]}\n", 3, "env", "mapping"),
+    ("env-set-name", "gates:\n  - id: a\n    env: {set: {A-B: x}}\n", 3, "env", "A-B"),
+    ("gates-not-list", "gates:\n  id: a\n", 2, "gates", "must be a list"),
+    ("gate-not-map", "gates:\n  - id: a\n  - just-text\n", 3, None, "must be a mapping"),
+    ("bool-key", "gates:\n  - id: a\n    yes: 1\n", 3, None, "quote it"),
+    ("complex-key", "gates:\n  - id: a\n    ? [x]\n    : 1\n", 3, None, "plain text"),
+    ("python-tag", "gates:\n  - !!python/object/apply:os.system [touch pwned]\n", 2, None, "tag"),
+    ("python-tag-scalar", "gates:\n  - id: !!python/name:os.system x\n", 2, None, ""),
+    ("cycle", "gates: &a\n  - *a\n", 1, None, "cycle"),
+    ("merge-scalar", "gates:\n  - id: a\n    <<: 3\n", 3, "<<", "merges a mapping"),
+    ("nothing", "gates: []\n", 1, "gates", "declares nothing"),
+    ("nothing-comments", "# only a comment\n", 1, None, "empty"),
+    ("root-missing", "root: nowhere\ngates: [{id: a}]\n", 1, "root", "not a folder"),
+    ("root-number", "root: 3\ngates: [{id: a}]\n", 1, "root", "must be text"),
+    ("citations-miss", "citations:\n  - answer.md\n  - nope/*.md\n", 3, "citations", "no file"),
+    ("citations-abs", "citations: [/etc/passwd]\n", 1, "citations", "absolute"),
+    ("citations-string", "citations: answer.md\n", 1, "citations", "must be a list"),
+    ("citations-number", "citations: [1]\n", 1, "citations", "file name or glob"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "fragment"),
+    [pytest.param(*case[1:], id=case[0]) for case in BAD_FILES],
+)
+def test_bad_file_names_file_line_and_key(
+    tmp_path: Path, text: str, line: int, key: str | None, fragment: str
+) -> None:
+    (tmp_path / "answer.md").write_text("x\n")
+    error = load_error(tmp_path, text)
+    path = tmp_path / "gates.yaml"
+    assert (error.path, error.line, error.key) == (path, line, key), str(error)
+    assert str(error).startswith(f"{path}:{line}:")
+    if key is not None:
+        assert f"[{key}]" in str(error)
+    assert fragment in error.message
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_unreadable_undecodable_and_missing_files(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(GatesFileError, match="cannot read") as info:
+        load_gates_file(missing)
+    assert info.value.path == missing
+    with pytest.raises(GatesFileError, match="cannot read"):
+        load_gates_file(tmp_path)  # a folder
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"gates:\n  - id: a\n    claim: caf\xe9\n")
+    with pytest.raises(GatesFileError, match=r"latin\.yaml:3: the file is not UTF-8"):
+        load_gates_file(latin)
+    empty = write(tmp_path, "")
+    with pytest.raises(GatesFileError, match="empty"):
+        load_gates_file(empty)
+    bom = tmp_path / "bom.yaml"
+    bom.write_bytes(b"\xef\xbb\xbfgates: [{id: a, check: x}]\n")
+    assert load_gates_file(bom).gates[0].id == "a"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "gates: [{id: a}]\n")
+    path.chmod(0)
+    with pytest.raises(GatesFileError, match="cannot read"):
+        load_gates_file(path)
+
+
+def test_hostile_yaml_stays_bounded(tmp_path: Path) -> None:
+    """Alias bombs are read in linear time; absurd nesting is an error, not a crash."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    bomb = write(tmp_path, "\n".join(lines) + "\ngates: *a11\n")
+    started = time.monotonic()
+    with pytest.raises(GatesFileError):
+        load_gates_file(bomb)
+    merges = ["m0: &m0 {x: 1}"]
+    merges += [f"m{i}: &m{i} {{<<: [" + ", ".join([f"*m{i - 1}"] * 9) + "]}" for i in range(1, 30)]
+    with pytest.raises(GatesFileError, match="unknown key `m0`"):
+        load_gates_file(write(tmp_path, "\n".join(merges) + "\n", "merge.yaml"))
+    assert time.monotonic() - started < 30  # generous: exponential expansion would never end
+    deep = write(tmp_path, "gates: " + "[" * 20000 + "]" * 20000 + "\n", "deep.yaml")
+    with pytest.raises(GatesFileError, match="deep"):
+        load_gates_file(deep)
+
+
+def test_error_pickles_and_keeps_its_fields(tmp_path: Path) -> None:
+    error = load_error(tmp_path, "gates:\n  - id: a\n    tools: python\n")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.path, copy.line, copy.key, str(copy)) == (
+        error.path,
+        error.line,
+        error.key,
+        str(error),
+    )
+
+
+# -- good files normalise -------------------------------------------------------------------
+
+
+def test_full_file_normalises_every_key(tmp_path: Path) -> None:
+    (tmp_path / "answer.md").write_text("see a.py:1\n")
+    path = write(tmp_path, FULL)
+    loaded = load_gates_file(path)
+    first, second = loaded.gates
+    assert loaded.path == path.resolve()
+    assert loaded.root == tmp_path.resolve()
+    assert loaded.citations == ((tmp_path / "answer.md").resolve(),)
+    assert loaded.default_tools == ()
+    assert first == Gate(
+        id="empty-reversed",
+        type=GateType.COMMAND,
+        claim="reversed(numeric_range(0)) is empty",
+        check='python -m pytest -q "tests/test more.py::T::test_empty" --tb=no',
+        argv=("python", "-m", "pytest", "-q", "tests/test more.py::T::test_empty", "--tb=no"),
+        expect=(0, 5),
+        timeout=30.0,
+        cwd="sub",
+        env=EnvSpec(("LANG", "HOME"), (("PYTHONHASHSEED", "0"),)),
+        tools=("python",),
+        red=RedPolicy.NOT_REQUIRED,
+        red_exit=(1,),
+        overlay=("tests", "src/mod.py"),
+        inputs=("src/**/*.py",),
+        stale_at="2026-11-20T10:00:00Z",
+        root=tmp_path.resolve(),
+        source=path.resolve(),
+        line=4,
+    )
+    assert second.type is GateType.PYTHON
+    assert second.verifiers == ("checks:first", "pkg.checks:second")
+    assert (second.argv, second.timeout, second.env.pass_names) == ((), 60.0, ("LANG",))
+    assert second.line == 18
+    assert GatesFile.from_dict(json.loads(json.dumps(loaded.to_dict()))) == loaded
+
+
+def test_seed_aliases(tmp_path: Path) -> None:
+    gate = one_gate(
+        tmp_path,
+        """\
+        - id: seed
+          verification_type: code
+          evidence_type: the linter is clean
+          evidence_shape: ruff check src
+          stale_at: 2026-01-02
+        """,
+    )
+    assert (gate.type, gate.claim, gate.check) == (GateType.CODE, "the linter is clean", "ruff check src")
+    assert gate.argv == ("ruff", "check", "src")
+    assert gate.stale_at == "2026-01-02T00:00:00Z"
+    envelope = gate_from_mapping({"verification_type": "command", "command": "true"}
+                                 | {"id": "env"}, root=tmp_path)  # fmt: skip
+    assert (envelope.check, envelope.argv, envelope.type) == ("true", ("true",), GateType.COMMAND)
+
+
+def test_defaults_merge_under_each_gate(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        defaults:
+          timeout: 5
+          env: {pass: [LANG, HOME], set: {A: "1", B: "2"}}
+          tools: [python]
+          expect: [0, 1]
+          cwd: src
+          red: not-required
+        gates:
+          - id: inherits
+            check: python -V
+          - id: overrides
+            check: make
+            timeout: 7.5
+            env: {pass: [HOME, TERM], set: {B: "3"}}
+            tools: [make]
+            expect: 2
+            cwd: .
+            red: required
+        """,
+    )
+    loaded = load_gates_file(path)
+    inherits, overrides = loaded.gates
+    assert loaded.default_tools == ("python",)
+    assert (inherits.timeout, inherits.tools, inherits.expect) == (5.0, ("python",), (0, 1))
+    assert (inherits.cwd, inherits.red) == ("src", RedPolicy.NOT_REQUIRED)
+    assert inherits.env == EnvSpec(("LANG", "HOME"), (("A", "1"), ("B", "2")))
+    assert (overrides.timeout, overrides.tools, overrides.expect) == (7.5, ("make",), (2,))
+    assert (overrides.cwd, overrides.red) == (".", RedPolicy.REQUIRED)
+    assert overrides.env == EnvSpec(("LANG", "HOME", "TERM"), (("A", "1"), ("B", "3")))
+
+
+def test_unset_keys_take_documented_defaults(tmp_path: Path) -> None:
+    gate = one_gate(tmp_path, "- id: bare\n  check: 'true'\n")
+    assert (gate.type, gate.claim, gate.expect, gate.timeout, gate.cwd) == (
+        GateType.COMMAND, "", (0,), None, ".",
+    )  # fmt: skip
+    assert (gate.env, gate.tools, gate.red, gate.red_exit) == (
+        EnvSpec(), (), RedPolicy.REQUIRED, None,
+    )  # fmt: skip
+    assert (gate.overlay, gate.inputs, gate.stale_at, gate.verifiers) == ((), (), None, ())
+
+
+@pytest.mark.parametrize("check", ["", "   \t ", None])
+def test_blank_check_loads_with_empty_argv(tmp_path: Path, check: str | None) -> None:
+    gate = gate_from_mapping({"id": "blank", "check": check}, root=tmp_path)
+    assert (gate.check.strip(), gate.argv) == ("", ())
+    assert one_gate(tmp_path, "- id: no-check\n").argv == ()
+
+
+def test_judgment_gates_keep_prose_checks_unsplit(tmp_path: Path) -> None:
+    gate = one_gate(tmp_path, "- id: rubric\n  type: semantic\n  check: the user's name isn't shown\n")
+    assert (gate.type, gate.argv, gate.check) == (GateType.SEMANTIC, (), "the user's name isn't shown")
+    with pytest.raises(GatesFileError, match="quotation"):
+        gate_from_mapping({"id": "cmd", "check": "the user's name"}, root=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("written", "normalised"),
+    [
+        ("2026-11-20T10:00:00Z", "2026-11-20T10:00:00Z"),
+        ("2026-11-20T12:00:00+02:00", "2026-11-20T10:00:00Z"),
+        ("2026-11-20 10:00:00", "2026-11-20T10:00:00Z"),
+        ("2026-11-20t10:00:00.5-01:30", "2026-11-20T11:30:00.500000Z"),
+        ("2026-11-20", "2026-11-20T00:00:00Z"),
+        ('"2026-11-20T10:00Z"', "2026-11-20T10:00:00Z"),
+        ('"2026-11-20T10:00:00.123+0100"', "2026-11-20T09:00:00.123000Z"),
+        ("null", None),
+    ],
+)
+def test_stale_at_normalises_to_utc(tmp_path: Path, written: str, normalised: str | None) -> None:
+    assert one_gate(tmp_path, f"- id: a\n  stale_at: {written}\n").stale_at == normalised
+
+
+def test_stale_at_accepts_python_dates(tmp_path: Path) -> None:
+    for value in (date(2026, 1, 2), datetime(2026, 1, 2, 3, 4, 5)):
+        gate = gate_from_mapping({"id": "a", "stale_at": value}, root=tmp_path)
+        assert gate.stale_at is not None
+        assert gate.stale_at.startswith("2026-01-02T")
+
+
+def test_paths_are_normalised_relative_to_root(tmp_path: Path) -> None:
+    gate = one_gate(
+        tmp_path, "- id: a\n  cwd: ./a//b/./\n  overlay: [tests/, ./tests, x\\\\y]\n  inputs: ['*.py']\n"
+    )
+    assert (gate.cwd, gate.overlay, gate.inputs) == ("a/b", ("tests", "x/y"), ("*.py",))
+
+
+def test_merge_keys_share_settings_and_explicit_keys_win(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        gates:
+          - &base {id: one, check: make test, timeout: 9, tools: [make]}
+          - <<: *base
+            id: two
+            timeout: 3
+        """,
+    )
+    one, two = load_gates_file(path).gates
+    assert (two.id, two.check, two.timeout, two.tools) == ("two", "make test", 3.0, ("make",))
+    assert (one.line, two.line) == (2, 3)
+
+
+def test_root_resolution(tmp_path: Path) -> None:
+    (tmp_path / "repo" / "ci").mkdir(parents=True)
+    nested = write(tmp_path / "repo" / "ci", "root: ..\ngates: [{id: a, check: x}]\n")
+    assert load_gates_file(nested).root == (tmp_path / "repo").resolve()
+    assert load_gates_file(nested).gates[0].root == (tmp_path / "repo").resolve()
+    default = write(tmp_path / "repo" / "ci", "gates: [{id: a}]\n", "plain.yaml")
+    assert load_gates_file(default).root == (tmp_path / "repo" / "ci").resolve()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "repo")
+    via_link = load_gates_file(link / "ci" / "gates.yaml")
+    assert via_link.root == (tmp_path / "repo").resolve()
+    assert via_link.path == nested.resolve()
+    old = Path.cwd()
+    os.chdir(tmp_path / "repo")
+    try:  # a relative path is relative to the working directory, the root to the file
+        assert load_gates_file("ci/gates.yaml").root == (tmp_path / "repo").resolve()
+    finally:
+        os.chdir(old)
+
+
+def test_citations_globbing(tmp_path: Path) -> None:
+    for name in ("docs/b.md", "docs/a.md", "docs/deep/c.md", "notes.txt", "docs/dir.md/x"):
+        write(tmp_path, "x\n", name)
+    path = write(tmp_path, "citations: [docs/*.md, docs/a.md, 'docs/**/*.md', notes.txt]\n")
+    docs = tmp_path.resolve() / "docs"
+    assert load_gates_file(path).citations == (
+        docs / "a.md", docs / "b.md", docs / "deep" / "c.md", tmp_path.resolve() / "notes.txt",
+    )  # fmt: skip
+    assert load_gates_file(path).gates == ()
+
+
+def test_citations_relative_to_file_and_kept_inside(tmp_path: Path) -> None:
+    write(tmp_path, "x\n", "answer.md")
+    write(tmp_path / "ci", "root: ..\ncitations: [../answer.md]\n")
+    assert load_gates_file(tmp_path / "ci" / "gates.yaml").citations == (
+        (tmp_path / "answer.md").resolve(),
+    )
+    outside = tmp_path / "outside.md"
+    outside.write_text("x\n")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "leak.md").symlink_to(outside)
+    path = write(tmp_path / "repo", "citations:\n  - leak.md\n")
+    with pytest.raises(GatesFileError, match="outside") as info:
+        load_gates_file(path)
+    assert (info.value.line, info.value.key) == (2, "citations")
+
+
+def test_gate_from_mapping_errors_name_the_source(tmp_path: Path) -> None:
+    with pytest.raises(GatesFileError, match=r"^<gate>: \[id\]"):
+        gate_from_mapping({"check": "x"}, root=tmp_path)
+    source = tmp_path / "g.yaml"
+    with pytest.raises(GatesFileError, match=re.escape(f"{source}:7: [tools]")):
+        gate_from_mapping({"id": "a", "tools": "x"}, root=tmp_path, source=source, line=7)
+    with pytest.raises(GatesFileError, match=r"\[timout\].*`timeout`"):
+        gate_from_mapping({"id": "a"}, root=tmp_path, defaults={"timout": 1})
+    with pytest.raises(GatesFileError, match="must be a mapping"):
+        gate_from_mapping(["id", "a"], root=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(GatesFileError, match="not text"):
+        gate_from_mapping({"id": "a", 3: "x"}, root=tmp_path)  # type: ignore[dict-item]
+    gate = gate_from_mapping(
+        {"id": "a", "check": "x"}, root=tmp_path, source=source, line=7,
+        defaults={"timeout": 2, "env": ["LANG"]},
+    )  # fmt: skip
+    assert (gate.source, gate.line, gate.timeout, gate.env.pass_names) == (source, 7, 2.0, ("LANG",))
+    assert gate.root == tmp_path.resolve()
+
+
+# -- property: gate_from_mapping never raises anything but GatesFileError --------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+PLAUSIBLE = st.sampled_from(
+    ["a", "x::y", "", " ", "python", "m:f", "../x", "/abs", "2026-01-01", "self_review",
+     "not-required", "echo 'x", "HOME", "1X", "tests/"]
+)  # fmt: skip
+KEYS = st.sampled_from(sorted(GATE_KEYS | ALIASES.keys() | ENV_KEYS | {"junk", "root"})) | st.text(
+    max_size=6
+)
+VALUES = JSONISH | PLAUSIBLE | st.lists(PLAUSIBLE | st.integers(-2, 300), max_size=3)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.dictionaries(KEYS, VALUES, max_size=8), defaults=st.none() | JSONISH)
+def test_gate_from_mapping_returns_a_gate_or_a_gates_file_error(
+    tmp_path_factory: pytest.TempPathFactory, data: dict[str, Any], defaults: Any
+) -> None:
+    root = tmp_path_factory.getbasetemp()
+    try:
+        gate = gate_from_mapping(data, root=root, defaults=defaults)
+    except GatesFileError as exc:
+        assert exc.message
+        return
+    assert isinstance(gate, Gate)
+    assert json.loads(json.dumps(gate.to_dict())) == gate.to_dict()
+    assert gate.timeout is None or math.isfinite(gate.timeout)
+
+
+# -- the JSON Schema and the docs page agree with the loader ---------------------------------
+
+
+def load_schema() -> dict[str, Any]:
+    text = resources.files("pytest_vgate").joinpath("gates.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def test_schema_keys_equal_the_loader_keys() -> None:
+    schema = load_schema()
+    defs = schema["$defs"]
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert set(schema["properties"]) == TOP_LEVEL_KEYS
+    assert set(defs["defaults"]["properties"]) == DEFAULT_KEYS
+    assert set(defs["gate"]["properties"]) == GATE_KEYS | set(ALIASES)
+    assert set(defs["env"]["oneOf"][1]["properties"]) == ENV_KEYS
+    assert set(ALIASES.values()) <= GATE_KEYS
+    assert defs["type"]["enum"] == [t.value for t in GateType]
+    assert defs["red"]["enum"] == [r.value for r in RedPolicy]
+    assert schema["additionalProperties"] is False
+    assert defs["gate"]["additionalProperties"] is defs["defaults"]["additionalProperties"] is False
+
+
+def yaml_blocks(page: Path) -> list[tuple[int, bool, str]]:
+    """(line, meant_valid, text) for each fenced ```yaml block; `<!-- invalid -->` marks bad ones."""
+    blocks: list[tuple[int, bool, str]] = []
+    lines = page.read_text("utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        if lines[index].strip() == "```yaml":
+            start = index
+            body: list[str] = []
+            index += 1
+            while lines[index].strip() != "```":
+                body.append(lines[index])
+                index += 1
+            invalid = start > 0 and lines[start - 1].strip() == "<!-- invalid -->"
+            blocks.append((start + 1, not invalid, "\n".join(body) + "\n"))
+        index += 1
+    return blocks
+
+
+def materialise(folder: Path, text: str) -> Path:
+    """Write a docs example as gates.yaml and create the documents and folders it names."""
+    data = yaml.safe_load(text)
+    if isinstance(data, dict):
+        for pattern in data.get("citations") or []:
+            if isinstance(pattern, str) and not pattern.startswith("/"):
+                name = pattern.replace("**/", "").replace("*", "example").replace("?", "x")
+                write(folder, "see src/mod.py:1\n", name)
+        if isinstance(data.get("root"), str):
+            (folder / data["root"]).mkdir(parents=True, exist_ok=True)
+    return write(folder, text)
+
+
+DOC_BLOCKS = yaml_blocks(DOCS_PAGE) if DOCS_PAGE.exists() else []
+
+
+def test_docs_page_has_examples() -> None:
+    assert len([b for b in DOC_BLOCKS if b[1]]) >= 5
+    assert len([b for b in DOC_BLOCKS if not b[1]]) >= 2
+
+
+@pytest.mark.parametrize(("line", "valid", "text"), DOC_BLOCKS, ids=[f"L{b[0]}" for b in DOC_BLOCKS])
+def test_docs_examples_load(tmp_path: Path, line: int, valid: bool, text: str) -> None:
+    path = materialise(tmp_path / "project", text)
+    if valid:
+        assert load_gates_file(path).gates or load_gates_file(path).citations
+    else:
+        with pytest.raises(GatesFileError):
+            load_gates_file(path)
+
+
+def as_json(value: Any) -> Any:
+    """What an editor's YAML-to-JSON view gives: dates as their ISO text."""
+    if isinstance(value, dict):
+        return {key: as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def test_valid_examples_validate_against_the_schema() -> None:
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema is not installed (it is not a dependency)"
+    )
+    validator = jsonschema.Draft202012Validator(load_schema())
+    jsonschema.Draft202012Validator.check_schema(load_schema())
+    examples = [FULL] + [text for _, valid, text in DOC_BLOCKS if valid]
+    for text in examples:
+        errors = [e.message for e in validator.iter_errors(as_json(yaml.safe_load(text)))]
+        assert errors == [], text
+    rejected = [yaml.safe_load(case[1]) for case in BAD_FILES if case[0] in SCHEMA_REJECTS]
+    assert len(rejected) == len(SCHEMA_REJECTS)
+    for data in rejected:
+        assert not validator.is_valid(as_json(data)), data
+
+
+SCHEMA_REJECTS = {
+    "unknown-top", "unknown-gate-key", "missing-id", "id-colons", "expect-text", "expect-256",
+    "timeout-negative", "tools-string", "type-unknown", "red-typo", "cwd-absolute", "cwd-dotdot",
+    "overlay-item", "python-no-verifiers", "python-with-check", "verifier-form",
+    "verifiers-on-command", "both-type-and-alias", "both-check-aliases", "env-bad-name",
+    "env-set-int", "gates-not-list", "citations-string",
+}  # fmt: skip
