@@ -8,7 +8,7 @@ from pathlib import Path
 from pytest_vgate import Outcome, verifier
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from textstats import longest_word, word_count  # noqa: E402
+from textstats import longest_word, word_count
 
 
 def test_word_count_of_nothing() -> None:

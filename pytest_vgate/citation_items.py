@@ -20,6 +20,8 @@ from pytest_vgate.citations import (
     fix_documents,
     parse_citations,
 )
+from pytest_vgate.citations.files import SNIFF_BYTES
+from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.session import Resources, resources
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import CitationStatus
@@ -51,7 +53,9 @@ class CitationItem(pytest.Item):
         res = resources(self.config)
         result = checker_for(res, self.root).check(self.citation)
         source = self.citation.source(self.config.rootpath)
-        fixed_from = res.fixed_citations.get(_fix_key(self.citation))
+        fixed_from = (
+            res.fixed_citations.get(_fix_key(self.citation)) if res.fixed_citations else None
+        )
         payload: dict[str, Any] = {
             "kind": "citation",
             "source": source,
@@ -76,9 +80,7 @@ class CitationItem(pytest.Item):
         if not result.ok:
             raise CitationFailure(format_citation_report(result, source))
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CitationFailure):
             from pytest_vgate.items import junit_safe
 
@@ -111,7 +113,7 @@ def format_citation_report(result: CitationResult, source: str) -> str:
 def collect_document_citations(
     parent: pytest.Collector, document: Path, root: Path
 ) -> Iterator[CitationItem]:
-    for citation in parse_citations(document):
+    for citation in read_document_citations(document):
         item = CitationItem.from_parent(
             parent, name=_item_name(parent, citation), citation=citation, root=root
         )
@@ -119,11 +121,34 @@ def collect_document_citations(
         yield item
 
 
+def read_document_citations(document: Path) -> list[Citation]:
+    """The document's citations; an unreadable or binary document is a collection error
+    that names it (pytest shows a ``CollectError`` as its message, without a traceback)."""
+    try:
+        data = document.read_bytes()
+    except OSError as exc:
+        raise pytest.Collector.CollectError(
+            f"pytest-vgate: cannot read the citation document {document}: "
+            f"{exc.strerror or exc}; make it a readable file or stop citing it"
+        ) from None
+    if b"\0" in data[:SNIFF_BYTES]:
+        raise pytest.Collector.CollectError(
+            f"pytest-vgate: the citation document {document} is binary (a NUL byte in its "
+            "first 8 KiB; UTF-16 text looks like this too); cite a UTF-8 text document"
+        )
+    return parse_citations(document, decode_document(data))
+
+
 def _item_name(parent: pytest.Collector, citation: Citation) -> str:
+    """``L12:src/app.py:120`` under a document node; under a gates file the document is
+    named relative to the gates file's folder, so documents that share a basename
+    (``docs/a/answer.md``, ``docs/b/answer.md``) never give two items one node id."""
     if isinstance(parent, CitationDocumentNode):
         name = f"L{citation.line}:{citation.location}"
-        return name if citation.occurrence == 1 else f"{name}~{citation.occurrence}"
-    return citation.node_name
+    else:
+        document = Path(os.path.relpath(citation.document, parent.path.parent)).as_posix()
+        name = f"{document}:{citation.line}:{citation.location}"
+    return name if citation.occurrence == 1 else f"{name}~{citation.occurrence}"
 
 
 class CitationDocumentNode(pytest.File):
@@ -134,7 +159,10 @@ class CitationDocumentNode(pytest.File):
 
 
 def _fix_key(citation: Citation) -> str:
-    return f"{citation.document}:{citation.line}:{citation.location}"
+    """Names a citation after fixing; the document is resolved, so the controller's path
+    (from the settings) and an item's path (from collection) agree."""
+    where = f"{citation.line}:{citation.location}~{citation.occurrence}"
+    return f"{citation.document.resolve()}:{where}"
 
 
 def documents_to_check(
@@ -170,5 +198,7 @@ def fix_all_documents(config: pytest.Config, res: Resources, loaded: Iterable[Ga
             continue
         after = parse_citations(document)
         for old, new in zip(citations, after, strict=False):
-            if old.location != new.location:
-                res.fixed_citations[_fix_key(new)] = old.location
+            if old.raw != new.raw:
+                # A link whose text alone was wrong keeps its location: name the old text.
+                was = old.location if old.location != new.location else old.raw
+                res.fixed_citations[_fix_key(new)] = was

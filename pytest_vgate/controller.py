@@ -81,10 +81,30 @@ class Controller:
 
     # -- during the session --------------------------------------------------------------
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = getattr(report, "vgate", None)
-        if isinstance(payload, dict):
-            self.payloads[report.nodeid] = {**payload, "nodeid": report.nodeid}
+        if not isinstance(payload, dict):
+            return
+        self.payloads[report.nodeid] = {**payload, "nodeid": report.nodeid}
+        if payload.get("kind") == "crashed" and report.when != "teardown":
+            self._close_crashed(report)
+
+    def _close_crashed(self, report: pytest.TestReport) -> None:
+        """A crashed item never gets a teardown report, and junit writes properties only
+        there: log one (passed, so nothing is counted twice) carrying the crash's mode."""
+        teardown = pytest.TestReport(
+            nodeid=report.nodeid,
+            location=report.location,
+            keywords={},
+            outcome="passed",
+            longrepr=None,
+            when="teardown",
+            user_properties=list(report.user_properties),
+        )
+        if hasattr(report, "node"):
+            teardown.node = report.node  # type: ignore[attr-defined]
+        self.config.hook.pytest_runtest_logreport(report=teardown)
 
     # -- after the session ---------------------------------------------------------------
 
@@ -130,6 +150,8 @@ def worker_payload(res: Resources) -> dict[str, Any]:
     return {
         "inventories": {root: inv.to_dict() for root, inv in res.inventories.items()},
         "base_trees": {root: trees.to_dict() for root, trees in res.base_trees.items()},
+        # One view of the tree for the whole session, even if checks write files.
+        "tree_states": {root: tree.to_dict() for root, tree in res.tree_states.items()},
         "fixed_citations": res.fixed_citations,
     }
 

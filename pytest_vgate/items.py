@@ -62,9 +62,7 @@ class GatesFileNode(pytest.File):
 
             yield from collect_document_citations(self, document, loaded.root)
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, GatesFileError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -90,9 +88,7 @@ class VgateItem(pytest.Item):
         if not payload["ok"]:
             raise VgateFailure(payload["report"])
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         return _failure_text(excinfo) or super().repr_failure(excinfo)
 
 
@@ -139,6 +135,7 @@ class VerifierItem(VgateItem):
         ctx = RunContext(
             root=self.config.rootpath,
             default_timeout=res.default_timeout(self),
+            inventory=res.inventory_for(self.config.rootpath),
             sys_path=tuple(sys.path),
         )
         gate = Gate(

@@ -165,7 +165,8 @@ def format_report(result: GateResult) -> str:
     if gate.argv:
         expected = " or ".join(str(c) for c in gate.expect)
         actual = "none (did not run to exit)" if v.exit_code is None else str(v.exit_code)
-        lines.append(f"exit:     expected {expected}, actual {actual}")
+        passed = " (the check passed; red-before-green fails the gate)" if v.ok else ""
+        lines.append(f"exit:     expected {expected}, actual {actual}{passed}")
     lines.append(f"duration: {v.duration:.2f}s")
     if result.rbg:
         lines.append(

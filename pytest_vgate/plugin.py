@@ -17,6 +17,7 @@ import pytest
 from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.controller import Controller
+from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings, add_options, read_settings
 from pytest_vgate.session import RESOURCES, Resources, is_worker
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType, load_gates_file
@@ -36,17 +37,23 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     res = Resources(settings=settings)
     config.stash[RESOURCES] = res
-    if not settings.enabled:
-        return
-    for path in (*settings.gates_files, *settings.cite_files):
-        if not path.exists():
-            raise pytest.UsageError(f"pytest-vgate: file not found: {path}")
-    _add_collection_args(config, settings)
-    loaded = _load_quietly(settings)
-    res.cache["loaded"] = loaded
+    loaded: list[GatesFile] = []
+    if settings.enabled:
+        for path in (*settings.gates_files, *settings.cite_files):
+            if not path.exists():
+                raise pytest.UsageError(f"pytest-vgate: file not found: {path}")
+            if not path.is_file():
+                raise pytest.UsageError(
+                    f"pytest-vgate: {path} is a folder; name a gates file or a document"
+                )
+        _add_collection_args(config, settings)
+        loaded = _load_quietly(settings)
+        res.cache["loaded"] = loaded
     if is_worker(config):
         _adopt_controller_resources(config, res)
     else:
+        # Always on the controller: @verifier items and crashed xdist workers need it
+        # even in a session without a gates file.
         _prepare_controller_resources(config, res, loaded)
 
 
@@ -70,20 +77,18 @@ def _load_quietly(settings: Settings) -> list[GatesFile]:
 
 
 def tool_ids(loaded: list[GatesFile]) -> list[str]:
-    """Every tool the session may run: declared tools and bare program names."""
+    """Every tool the session may run by name: declared tools and bare program names.
+
+    Programs written as a path belong to the tree under test and are resolved when they
+    run, relative to the gate's cwd on that tree (docs/tools.md).
+    """
     ids: dict[str, None] = {}
     for gates_file in loaded:
-        for tool in gates_file.default_tools:
-            ids[tool] = None
         for gate in gates_file.gates:
-            for tool in gate.tools:
-                ids[tool] = None
-            if (
-                gate.argv
-                and "/" not in gate.argv[0]
-                and gate.type in (GateType.COMMAND, GateType.CODE)
-            ):
-                ids[gate.argv[0]] = None
+            names = [*gates_file.default_tools, *gate.tools]
+            if gate.argv and gate.type in (GateType.COMMAND, GateType.CODE):
+                names.append(gate.argv[0])
+            ids.update(dict.fromkeys(name for name in names if "/" not in name))
     return list(ids)
 
 
@@ -105,6 +110,8 @@ def _adopt_controller_resources(config: pytest.Config, res: Resources) -> None:
     data: dict[str, Any] = config.workerinput.get("vgate", {})  # type: ignore[attr-defined]
     for root, inventory in data.get("inventories", {}).items():
         res.inventories[root] = ToolInventory.from_dict(inventory)
+    for root, tree in data.get("tree_states", {}).items():
+        res.tree_states[root] = TreeState.from_dict(tree)
     for root, trees in data.get("base_trees", {}).items():
         res.base_trees[root] = BaseTrees.from_dict(trees)
     res.fixed_citations = dict(data.get("fixed_citations", {}))
@@ -209,9 +216,13 @@ def tag_marked_test(
     if mode is None:
         return
     cause = DEFAULT_CAUSE[mode]
-    report.user_properties.append(("vgate_mode", mode.value))
+    props = [("vgate_mode", mode.value)]
     if cause is not None:
-        report.user_properties.append(("vgate_cause", cause.value))
+        props.append(("vgate_cause", cause.value))
+    # junit reads properties from the teardown report, which copies the item's list:
+    # the call report's own copy alone would never reach --junitxml.
+    item.user_properties.extend(props)
+    report.user_properties.extend(props)
     report.vgate = {  # type: ignore[attr-defined]
         "kind": "test",
         "id": item.nodeid,
@@ -231,7 +242,9 @@ def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mo
     if isinstance(exc, pytest.skip.Exception):
         return None
     if isinstance(exc, pytest.fail.Exception):
-        return Mode.TIMEOUT if str(exc).startswith("Timeout") else Mode.FAIL
+        text = str(exc)  # pytest-timeout's signal method: "Timeout (>2.0s) from pytest-timeout."
+        timed_out = text.startswith("Timeout (>") and "pytest-timeout" in text
+        return Mode.TIMEOUT if timed_out else Mode.FAIL
     if isinstance(exc, AssertionError):
         return Mode.FAIL
     if isinstance(exc, Exception):

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,14 @@ class ProcessResult:
 
     @property
     def program_not_found(self) -> bool:
-        """True when argv[0] itself does not exist (mode ``unavailable``), not other spawns."""
-        return self.spawn_target == "program" and self.spawn_errno in (errno.ENOENT, errno.ENOTDIR)
+        """argv[0] or its #! interpreter is not installed (mode ``unavailable``).
+
+        False for every other spawn failure: a missing cwd is also ENOENT but is not this.
+        """
+        return self.spawn_target in ("program", "interpreter") and self.spawn_errno in (
+            errno.ENOENT,
+            errno.ENOTDIR,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -126,7 +132,10 @@ def kill_process_group(pgid: int, sig: int) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    """True while ``pid`` is a running process; a zombie (exited, unreaped) counts as dead."""
+    """True while ``pid`` is a running process; a zombie (exited, unreaped) counts as dead.
+
+    Zombies are told apart through ``/proc``; without it (macOS) a zombie still counts.
+    """
     if pid <= 0:
         return False
     try:
@@ -197,8 +206,12 @@ def run_process(
     env: Mapping[str, str],
     timeout: float,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcessResult:
     """Run argv without a shell and never raise for anything the process does.
+
+    ``on_start(pid)`` is told the new process group before we wait on it, so a caller
+    that may itself be killed (a verifier process) can have the group killed for it.
 
     ``env`` is the complete environment (nothing is inherited; argv[0] without a slash is
     looked up on ``env``'s PATH). Raises ``ValueError`` only for a NaN timeout or a
@@ -233,6 +246,13 @@ def run_process(
         return _spawn_failure(args, start, text, exc.errno, target)
     except (ValueError, TypeError) as exc:  # NUL bytes, bad env names, non-str arguments
         return _spawn_failure(args, start, str(exc), None, "argv")
+    if on_start is not None:
+        try:
+            on_start(proc.pid)
+        except BaseException:
+            kill_process_group(proc.pid, signal.SIGKILL)  # never leave an orphan behind
+            _reap(proc)
+            raise
     return _supervise(proc, args, start, timeout, capture_limit)
 
 

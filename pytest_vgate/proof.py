@@ -38,7 +38,14 @@ class Evidence:
     base_trees: dict[str, TreeState] = field(default_factory=dict)  # worktree path -> state
 
     @classmethod
-    def load(cls, root: Path, ledger_path: Path | None, base_ref: str | None) -> Evidence:
+    def load(
+        cls,
+        root: Path,
+        ledger_path: Path | None,
+        base_ref: str | None,
+        tree: TreeState | None = None,
+    ) -> Evidence:
+        """Read the ledger; ``tree`` is the controller's view of the tree, when there is one."""
         ledger = Ledger(ledger_path) if ledger_path is not None else Ledger.default(root)
         records, warnings = ledger.read()
         history: dict[str, list[Record]] = {}
@@ -47,7 +54,7 @@ class Evidence:
         return cls(
             root=root,
             ledger=ledger,
-            tree=tree_state(root, exclude=[ledger.file]),
+            tree=tree if tree is not None else tree_state(root, exclude=[ledger.file]),
             history=history,
             warnings=list(warnings),
             base_ref=base_ref,

@@ -53,7 +53,13 @@ def build_report(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             entry = {k: payload.get(k) for k in GATE_FIELDS}
             entry["kind"] = payload.get("kind", "gate")
             gates.append(entry)
+    citations.sort(key=_document_order)  # xdist delivers reports in any order
     return {"version": REPORT_VERSION, "gates": gates, "citations": citations}
+
+
+def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
+    cited = (entry.get("result") or {}).get("citation") or {}
+    return str(cited.get("document", "")), int(cited.get("offset", 0))
 
 
 def write_json_report(path: Path, payloads: Sequence[Mapping[str, Any]]) -> str | None:

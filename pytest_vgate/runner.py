@@ -8,7 +8,6 @@ an error.
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 import traceback
@@ -125,9 +124,13 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         return Verdict.failed(
             Mode.CRASH, f"the check's folder {cwd} does not exist", command=gate.argv
         )
-    if ctx.inventory is not None and tool_id in ctx.inventory:
+    if ctx.inventory is not None and "/" not in tool_id and tool_id in ctx.inventory:
         inventory = ctx.inventory
-    else:  # library use, or a path-like program that belongs to the tree under test
+    else:
+        # Library use, or a path-like program: it belongs to the tree under test, so it
+        # is resolved against the gate's cwd on the tree being run (the base worktree for
+        # a red run), even when a gate declared the same path in `tools` and the session
+        # inventory resolved it against the gates root.
         inventory = ToolInventory.build(
             [tool_id], root=ctx.root, path_env=ctx.caller_env.get("PATH"), cwd=cwd
         )
@@ -184,8 +187,9 @@ def verdict_from_process(
         "tools": tools,
     }
     if result.spawn_error is not None:
-        # ENOENT: the program (or its #! interpreter) is not there.
-        mode = Mode.UNAVAILABLE if result.spawn_errno == errno.ENOENT else Mode.CRASH
+        # Only a missing program (or #! interpreter) is "unavailable"; a missing cwd or a
+        # file that cannot be executed is a spawn failure: "crash".
+        mode = Mode.UNAVAILABLE if result.program_not_found else Mode.CRASH
         return Verdict.failed(
             mode, f"could not start {gate.argv[0]!r}: {result.spawn_error}", **common
         )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.baseline import BaseTrees
+from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings
 from pytest_vgate.proof import Evidence
 from pytest_vgate.spec import Gate
@@ -24,6 +25,7 @@ class Resources:
     settings: Settings
     inventories: dict[str, ToolInventory] = field(default_factory=dict)  # by gates root
     base_trees: dict[str, BaseTrees] = field(default_factory=dict)  # by gates root
+    tree_states: dict[str, TreeState] = field(default_factory=dict)  # by gates root
     fixed_citations: dict[str, str] = field(default_factory=dict)  # new node name -> old
     warnings: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)  # per-process caches (checkers...)
@@ -53,7 +55,10 @@ class Resources:
         key = f"evidence:{root}"
         evidence = self.cache.get(key)
         if evidence is None:
-            evidence = Evidence.load(root, self.settings.ledger, self.settings.base)
+            evidence = Evidence.load(
+                root, self.settings.ledger, self.settings.base, self.tree_states.get(str(root))
+            )
+            self.tree_states[str(root)] = evidence.tree
             self.cache[key] = evidence
         assert isinstance(evidence, Evidence)
         return evidence

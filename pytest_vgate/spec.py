@@ -257,11 +257,11 @@ class _Where:
             )
 
 
-def _resolve(shown: Path | str, path: Path, key: str | None) -> Path:
+def _resolve(shown: Path | str, path: Path, key: str | None, line: int | None = None) -> Path:
     try:
         return path.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on Python < 3.13
-        raise GatesFileError(shown, None, key, f"cannot resolve {path}: {exc}") from None
+    except (OSError, RuntimeError, ValueError) as exc:  # loops (< 3.13), NUL in the path
+        raise GatesFileError(shown, line, key, f"cannot resolve {path!r}: {exc}") from None
 
 
 def load_gates_file(path: Path | str) -> GatesFile:
@@ -269,9 +269,9 @@ def load_gates_file(path: Path | str) -> GatesFile:
     shown = Path(path)
     try:
         raw = shown.read_bytes()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise GatesFileError(
-            shown, None, None, f"cannot read the gates file ({exc.strerror or exc}); check the path"
+            shown, None, None, f"cannot read the gates file ({exc}); check the path"
         ) from None
     try:
         text = raw.decode("utf-8-sig")
@@ -300,7 +300,8 @@ def load_gates_file(path: Path | str) -> GatesFile:
     root = folder
     if "root" in data:
         root_text = top.parse("root", values.text)
-        root = _resolve(shown, folder / root_text, "root") if root_text.strip() else folder
+        line = top.value_line("root")
+        root = _resolve(shown, folder / root_text, "root", line) if root_text.strip() else folder
         if not root.is_dir():
             top.fail(
                 top.value_line("root"),
@@ -374,23 +375,23 @@ def _parse_citations(top: _Where, *, folder: Path, root: Path) -> tuple[Path, ..
         matches = glob.glob(pattern, root_dir=folder, recursive=True)
         documents = [
             p
-            for p in (_resolve(top.shown, folder / m, "citations") for m in matches)
+            for p in (_resolve(top.shown, folder / m, "citations", line) for m in matches)
             if p.is_file()
         ]
         if not documents:
             top.fail(
                 line,
                 "citations",
-                f"citation pattern {pattern!r} matches no file (looked "
-                f"in {folder}); fix the name or remove the entry",
+                f"citation pattern {pattern!r} matches no file (looked in {folder}); "
+                "fix the name or remove the entry",
             )
         for document in documents:
             if not (document.is_relative_to(root) or document.is_relative_to(folder)):
                 top.fail(
                     line,
                     "citations",
-                    f"citation document {document} lies outside the "
-                    "root and the gates file's folder; move it inside",
+                    f"citation document {document} lies outside the root and the gates "
+                    "file's folder (after symlinks); move it inside",
                 )
         found.update(documents)
     return tuple(sorted(found))
@@ -516,15 +517,15 @@ def _build_gate(
             where.fail(
                 where.line,
                 "verifiers",
-                "a `type: python` gate needs "
-                "`verifiers: [module:function, ...]` (or `verifier: module:function`)",
+                "a `type: python` gate needs `verifiers: [module:function, ...]` "
+                "(or `verifier: module:function`)",
             )
         if check_key in data:
             where.fail(
                 where.key_line(check_key),
                 check_key,
-                "a `type: python` gate runs its "
-                "verifiers, not a check; remove it or use `type: command`",
+                "a `type: python` gate runs its verifiers, not a check; "
+                "remove it or use `type: command`",
             )
     return Gate(
         id=gate_id,

@@ -48,7 +48,7 @@ def _write_gates(tr: pytest.TerminalReporter, gates: Mapping[str, Mapping[str, A
         tr.write_line("failed gates:")
         for nodeid, p in failed:
             cause = f" ({p['cause']})" if p.get("cause") else ""
-            detail = " ".join(str(p.get("detail") or "").split())[:200]
+            detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())[:200]
             tr.write_line(f"  {nodeid}: {p.get('mode')}{cause} - {detail}", red=True)
 
 
@@ -59,6 +59,10 @@ def _mode_rank(mode: str) -> int:
 def _write_rbg(
     tr: pytest.TerminalReporter, gates: Mapping[str, Mapping[str, Any]], *, verbose: bool
 ) -> None:
+    """One row per gate: its red evidence, its green run, status and cause.
+
+    With ``-v`` each row is followed by the reason its status was given.
+    """
     rows = [(n, p) for n, p in gates.items() if p.get("rbg")]
     if not rows:
         return
@@ -68,36 +72,48 @@ def _write_rbg(
     )
     header = ("gate", "red evidence", "green", "status", "cause")
     table = [header]
+    reasons = [""]
     for nodeid, p in rows:
-        if not verbose and p["rbg"] in ("proven", "regression") and p.get("ok"):
-            continue
         table.append(
             (
                 str(p.get("id", nodeid)),
-                _red_text(p.get("red")),
+                _red_text(p),
                 _green_text(p),
                 str(p["rbg"]),
                 str(p.get("cause") or "-"),
             )
         )
-    if len(table) == 1:
-        return
+        reasons.append(" ".join(str(p.get("rbg_reason") or "").split()))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
+    for row, reason in zip(table, reasons, strict=True):
         tr.write_line(
             "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         )
+        if verbose and reason:
+            tr.write_line(f"      {reason}")
 
 
-def _red_text(red: Any) -> str:
-    if not isinstance(red, Mapping):
-        return "-"
-    where = red.get("where")
-    tree_info = red.get("tree")
+def _run_text(record: Mapping[str, Any]) -> str:
+    """Where a recorded run ran (tree, or ``base <ref>``), its exit code and when."""
+    tree_info = record.get("tree")
     tree = tree_info.get("label", "?") if isinstance(tree_info, Mapping) else "?"
-    label = f"base {red.get('base_ref')}" if where == "base" else str(tree)
-    when = str(red.get("time") or "")[:19]
-    return f"{label} exit {red.get('exit_code')}" + (f" at {when}" if when else "")
+    label = f"base {record.get('base_ref')}" if record.get("where") == "base" else str(tree)
+    code = record.get("exit_code")
+    outcome = f"exit {code}" if code is not None else str(record.get("mode"))
+    when = str(record.get("time") or "")[:19]
+    return f"{label} {outcome}" + (f" at {when}" if when else "")
+
+
+def _red_text(p: Mapping[str, Any]) -> str:
+    """The red evidence; without one, what the base run did instead (never/weak red)."""
+    red = p.get("red")
+    if isinstance(red, Mapping):
+        return _run_text(red)
+    for record in p.get("records") or ():
+        if isinstance(record, Mapping) and record.get("where") == "base":
+            not_red = "passed" if record.get("mode") == "pass" else "not a genuine red"
+            return f"{_run_text(record)} ({not_red})"
+    return "-"
 
 
 def _green_text(p: Mapping[str, Any]) -> str:
@@ -109,14 +125,22 @@ def _green_text(p: Mapping[str, Any]) -> str:
 def _write_citations(
     tr: pytest.TerminalReporter, citations: list[Mapping[str, Any]], res: Resources
 ) -> None:
+    """The fixes, then the VERIFICATION GATE RESULT block, in document order: reports
+    arrive in any order under xdist, and the block must not depend on it."""
     from pytest_vgate.citations import CitationResult, summary_block
 
-    fixed = [c for c in citations if c.get("fixed_from")]
+    ordered = sorted(citations, key=_document_order)
+    results = [CitationResult.from_dict(c["result"]) for c in ordered]
+    fixed = [c for c in ordered if c.get("fixed_from")]
     if fixed:
         tr.write_line(f"citations rewritten by --vgate-fix: {len(fixed)}")
         for c in fixed:
             tr.write_line(f"  {c['source']}: {c['fixed_from']} -> {c['location']}")
-    results = [CitationResult.from_dict(c["result"]) for c in citations]
     block = summary_block(results, tr.config.rootpath)
     for line in block.splitlines():
         tr.write_line(line)
+
+
+def _document_order(payload: Mapping[str, Any]) -> tuple[str, int]:
+    cited = payload["result"]["citation"]
+    return str(cited["document"]), int(cited["offset"])

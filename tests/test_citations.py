@@ -175,15 +175,34 @@ def test_fix_works_from_results_that_crossed_a_process_boundary(repo: CitationRe
     assert repo.answer.read_bytes() == repo.fixed_bytes
 
 
+def test_fixing_one_citation_at_a_time_gives_the_same_bytes(repo: CitationRepo) -> None:
+    results = check_document(repo.root, repo.answer)
+    for result in reversed(results):  # later edits first, then earlier ones on shifted text
+        fix_documents([result])
+    assert repo.answer.read_bytes() == repo.fixed_bytes
+
+
+def test_fixing_in_document_order_survives_shifted_columns(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("\n" * 9 + "def f():\n    pass\n\n\ndef g():\n    pass\n")
+    doc = tmp_path / "answer.md"
+    doc.write_text("a.py:1 — `f`; a.py:2 — `g`; a.py:3 — `f`\n")
+    results = check_document(tmp_path, doc)
+    assert [r.corrected_to for r in results] == ["a.py:10", "a.py:14", "a.py:10"]
+    for result in results:
+        fix_documents([result])
+    assert doc.read_text() == "a.py:10 — `f`; a.py:14 — `g`; a.py:10 — `f`\n"
+
+
 def test_fix_leaves_a_document_that_changed_since_the_check(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("\n\n\ndef f():\n    pass\n")
     doc = tmp_path / "answer.md"
     doc.write_text("a.py:1 — `f`\n")
     results = check_document(tmp_path, doc)
     assert results[0].corrected_to == "a.py:4"
-    doc.write_text("new intro\na.py:1 — `f`\n")
-    assert fix_documents(results) == {}
-    assert doc.read_text() == "new intro\na.py:1 — `f`\n"
+    for changed in ("new intro\na.py:1 — `f`\n", "b.py:1 — `f`\n"):
+        doc.write_text(changed)
+        assert fix_documents(results) == {}
+        assert doc.read_text() == changed
 
 
 def test_fix_keeps_column_and_writes_moved_paths(tmp_path: Path) -> None:
@@ -491,3 +510,23 @@ def test_an_internal_error_is_a_dropped_verdict(tmp_path: Path) -> None:
     r = CitationChecker(tmp_path).check(bad)
     assert r.status is CitationStatus.DROPPED
     assert r.reason.startswith("internal error: ValueError")
+
+
+# --- the docs page -----------------------------------------------------------------------
+
+
+def test_the_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).parent.parent / "docs/citations.md").read_text()
+    (code,) = [block.split("```", 1)[0] for block in page.split("```python\n")[1:]]
+    exec(compile(code, "docs/citations.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.startswith("VERIFICATION GATE RESULT:\n- Total citations: 4\n")
+    assert "FABRICATIONS CAUGHT: Y — answer.md:3 app.py:40 (line beyond end of 5-line file" in out
+
+
+def test_the_docs_summary_example_has_the_real_shape() -> None:
+    page = (Path(__file__).parent.parent / "docs/citations.md").read_text()
+    block = page.split("```text\nVERIFICATION GATE RESULT:\n", 1)[1].split("```", 1)[0]
+    labels = [line.split(":", 1)[0] for line in block.splitlines()]
+    empty = summary_block([]).splitlines()[1:]
+    assert labels == [line.split(":", 1)[0] for line in empty]

@@ -90,6 +90,10 @@ def test_strict_fails_judgment_gates(run_vgate, pytester: pytest.Pytester) -> No
     assert cases["judged"]["vgate_mode"] == "judgment"
 
 
+LOUD = "import sys; print('out-line'); print('err-line', file=sys.stderr); sys.exit(2)"
+LITERAL = "import sys; sys.exit(0 if sys.argv[1:] == [';', '|', '$(id)', '*'] else 9)"
+
+
 def test_failure_report_shows_claim_argv_codes_and_tails(pytester: pytest.Pytester) -> None:
     write_gates(
         pytester,
@@ -97,14 +101,21 @@ def test_failure_report_shows_claim_argv_codes_and_tails(pytester: pytest.Pytest
         gates:
           - id: loud
             claim: the widget frobs
-            check: {PY} -c "import sys; print('out-line'); print('err-line', file=sys.stderr); sys.exit(2)"
+            check: {PY} -c {shlex.quote(LOUD)}
         """,
     )
     result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider")
     out = result.stdout.str()
     assert result.ret == 1
-    for needle in ("claim:    the widget frobs", "expected 0, actual 2", "mode fail",
-                   "cause product", "err-line", "out-line", "duration:"):
+    for needle in (
+        "claim:    the widget frobs",
+        "expected 0, actual 2",
+        "mode fail",
+        "cause product",
+        "err-line",
+        "out-line",
+        "duration:",
+    ):
         assert needle in out, needle
 
 
@@ -157,12 +168,11 @@ def test_collection_works_with_k_m_and_collect_only(pytester: pytest.Pytester) -
 
 
 def test_xdist_collects_identically(pytester: pytest.Pytester) -> None:
-    body = "gates:\n" + "".join(
-        f"  - id: g{i}\n    check: {PY} -c pass\n" for i in range(12)
-    )
+    body = "gates:\n" + "".join(f"  - id: g{i}\n    check: {PY} -c pass\n" for i in range(12))
     write_gates(pytester, body)
-    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-n", "2", "-p",
-                                           "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--vgate", "gates.yaml", "-n", "2", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=12)
     assert "gates: 12 (12 pass)" in result.stdout.str()
 
@@ -176,8 +186,8 @@ def test_timeout_kills_grandchildren(pytester: pytest.Pytester) -> None:
         f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(300)"
     )
     write_gates(
-        pytester, f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(script)}\n"
-        "    timeout: 2\n"
+        pytester,
+        f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(script)}\n    timeout: 2\n",
     )
     started = time.monotonic()
     result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider")
@@ -199,8 +209,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_secrets_do_not_reach_the_check_unless_named(pytester: pytest.Pytester,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secrets_do_not_reach_the_check_unless_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VGATE_FAKE_SECRET", "hunter2")
     show = "import os, sys; sys.exit(0 if os.environ.get('VGATE_FAKE_SECRET') else 7)"
     write_gates(
@@ -213,11 +224,12 @@ def test_secrets_do_not_reach_the_check_unless_named(pytester: pytest.Pytester,
             check: {PY} -c {shlex.quote(show)}
             env: [VGATE_FAKE_SECRET]
           - id: literal
-            check: {PY} -c "import sys; sys.exit(0 if sys.argv[1:] == [';', '|', '$(id)', '*'] else 9)" ";" "|" "$(id)" "*"
+            check: {PY} -c {shlex.quote(LITERAL)} ";" "|" "$(id)" "*"
         """,
     )
-    result, = (pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider",
-                                             "-rA"),)
+    (result,) = (
+        pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider", "-rA"),
+    )
     out = result.stdout.str()
     assert "hunter2" not in out
     result.assert_outcomes(passed=2, failed=1)
@@ -237,15 +249,30 @@ def test_json_report(pytester: pytest.Pytester) -> None:
             check: {PY} -c "raise SystemExit(4)"
         """,
     )
-    pytester.runpytest_subprocess("--vgate", "gates.yaml", "--vgate-report", "out/report.json",
-                                  "-n", "2")
+    pytester.runpytest_subprocess(
+        "--vgate", "gates.yaml", "--vgate-report", "out/report.json", "-n", "2"
+    )
     data = json.loads((pytester.path / "out" / "report.json").read_text())
     by_id = {g["id"]: g for g in data["gates"]}
     assert by_id["good"]["mode"] == "pass" and by_id["good"]["stdout"] == "hello\n"
     assert by_id["bad"]["mode"] == "fail" and by_id["bad"]["exit_code"] == 4
     assert by_id["bad"]["cause"] == "product"
-    for key in ("id", "claim", "mode", "cause", "rbg", "exit_code", "duration", "command",
-                "stdout", "stderr", "checks", "tools", "red", "green"):
+    for key in (
+        "id",
+        "claim",
+        "mode",
+        "cause",
+        "rbg",
+        "exit_code",
+        "duration",
+        "command",
+        "stdout",
+        "stderr",
+        "checks",
+        "tools",
+        "red",
+        "green",
+    ):
         assert key in by_id["good"], key
     assert by_id["good"]["tools"][0]["sha256"]
 

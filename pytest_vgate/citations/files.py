@@ -301,7 +301,7 @@ class RootFiles:
         is_dir = False
         for base in dict.fromkeys(bases):
             candidate = os.path.normpath(os.path.join(base, written))
-            if False:
+            if not inside(candidate, self.root):
                 escapes += 1  # refused lexically: nothing outside is even stat'ed
                 continue
             real = os.path.realpath(candidate)

@@ -5,8 +5,8 @@ A citation is rewritten in the form it was written in (``path:line`` stays
 a markdown link gets a new target, and new text when its text was the citation. The
 path changes only when the file was found elsewhere. Documents are decoded with
 ``surrogateescape`` and re-encoded the same way, so a BOM, CRLF line ends and even
-undecodable bytes survive. A citation whose text no longer stands at its recorded
-offset is left alone, which makes fixing idempotent.
+undecodable bytes survive. A citation whose text no longer stands on its line (already
+fixed, or the document was edited) is left alone, which makes fixing idempotent.
 """
 
 from __future__ import annotations
@@ -40,51 +40,57 @@ def _token_edits(tok: Token, path: str | None, start: int, end: int) -> list[Edi
     return edits
 
 
+def _find(line: str, c_raw: str, column: int) -> Token | LinkToken | None:
+    """The citation's token on its line: at its column, else the only one with its text."""
+    same = [t for t in scan_line(line) if line[t.span[0] : t.span[1]] == c_raw]
+    at_column = [t for t in same if t.span[0] == column - 1]
+    if at_column:
+        return at_column[0]
+    return same[0] if len(same) == 1 else None
+
+
 def citation_edits(result: CitationResult, line: str) -> list[Edit]:
     """Edits (offsets in ``line``) that move one corrected citation to its true place."""
     c = result.citation
     if result.corrected_to is None:
         return []
+    tok = _find(line, c.raw, c.doc_column)
+    if tok is None:
+        return []  # already fixed, or the document changed since it was checked
     spot_path, start, end = split_spot(result.corrected_to)
     new_path = None if spot_path == result.resolved else spot_path
-    for tok in scan_line(line):
-        if tok.span[0] != c.doc_column - 1:
-            continue
-        if isinstance(tok, LinkToken):
-            edits = _token_edits(tok.target, new_path, start, end)
-            if tok.text is not None:
-                text_path = new_path if tok.text.path == tok.target.path else None
-                edits += _token_edits(tok.text, text_path, start, end)
-            return edits
-        return _token_edits(tok, new_path, start, end)
-    return []
+    if isinstance(tok, LinkToken):
+        edits = _token_edits(tok.target, new_path, start, end)
+        if tok.text is not None:
+            text_path = new_path if tok.text.path == tok.target.path else None
+            edits += _token_edits(tok.text, text_path, start, end)
+        return edits
+    return _token_edits(tok, new_path, start, end)
 
 
 def _fix_text(text: str, results: list[CitationResult]) -> tuple[str, int]:
-    edits: dict[tuple[int, int], str] = {}
+    """Citations are found by line (fixing never adds or removes a line), so results
+    checked before earlier fixes on the same document still land."""
+    lines = text.split("\n")
+    edits: dict[int, dict[tuple[int, int], str]] = {}
     fixed = 0
-    seen: set[int] = set()
+    seen: set[tuple[int, int]] = set()
     for r in results:
         c = r.citation
-        if c.offset in seen:
+        if (c.line, c.doc_column) in seen or not 1 <= c.line <= len(lines):
             continue
-        seen.add(c.offset)
-        if text[c.offset : c.offset + len(c.raw)] != c.raw:
-            continue  # already fixed, or the document changed since it was checked
-        line_start = c.offset - (c.doc_column - 1)
-        line_end = text.find("\n", line_start)
-        line = text[line_start : line_end if line_end >= 0 else len(text)]
-        changes = [
-            (line_start + a, line_start + b, new)
-            for a, b, new in citation_edits(r, line)
-            if line[a:b] != new
-        ]
+        seen.add((c.line, c.doc_column))
+        line = lines[c.line - 1]
+        changes = {(a, b): new for a, b, new in citation_edits(r, line) if line[a:b] != new}
         if changes:
             fixed += 1
-            edits.update({(a, b): new for a, b, new in changes})
-    for (a, b), new in sorted(edits.items(), reverse=True):
-        text = text[:a] + new + text[b:]
-    return text, fixed
+            edits.setdefault(c.line - 1, {}).update(changes)
+    for index, changes in edits.items():
+        line = lines[index]
+        for (a, b), new in sorted(changes.items(), reverse=True):
+            line = line[:a] + new + line[b:]
+        lines[index] = line
+    return "\n".join(lines), fixed
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -293,7 +293,7 @@ def _description(line: str, tokens: list[Token | LinkToken], i: int) -> str:
     if sep:
         return f"{label} {after[sep.end() :]}".strip(" \t\r|*")
     if label:
-        return f"{label} {after}".strip(" \t\r|*.,;")
+        return f"{label} {after.lstrip()}".strip(" \t\r|*.,;")
     begin = tokens[i - 1].span[1] if i > 0 else 0
     before = _LIST_MARK_RE.sub("", line[begin : tokens[i].span[0]])
     before = _OPENERS_RE.sub("", before)

@@ -10,7 +10,7 @@ def junit_cases(path: Path) -> dict[str, dict[str, object]]:
     """Map each junit testcase name to its outcome and vgate properties."""
     cases: dict[str, dict[str, object]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props = {str(p.get("name")): p.get("value") for p in case.iter("property")}
         outcome = "passed"
         for tag in ("failure", "error", "skipped"):
             if case.find(tag) is not None:

@@ -1,0 +1,143 @@
+"""Command gates vs hand-written pytest tests vs a raw subprocess loop.
+
+For each N: N gates ``check: "true"`` run by ``pytest --vgate gates.yaml``; N parametrized
+tests each doing ``subprocess.run(["true"], capture_output=True, timeout=60)``; and a
+plain Python loop of the same N calls (the floor). Each subject is a child process; the
+three alternate round by round. Prints medians, per-item cost, the marginal cost per
+item between sizes (constant = linear) and the ratios.
+
+    python bench/command_gates.py            # N = 100, 400, 2000
+    python bench/command_gates.py --quick    # N = 50, 1 round
+    python bench/command_gates.py --sizes 400 --rounds 7
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    Run,
+    Series,
+    alternate,
+    base_parser,
+    clean_env,
+    gates_yaml,
+    header,
+    pytest_argv,
+    ratio,
+    run_child,
+    table,
+    verdict,
+    workdir,
+)
+
+HAND_WRITTEN = """\
+import subprocess
+
+import pytest
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_true(i):
+    subprocess.run(["true"], capture_output=True, timeout=60)
+"""
+
+RAW_LOOP = """\
+import subprocess
+for _ in range({n}):
+    subprocess.run(["true"], capture_output=True, timeout=60)
+"""
+
+
+def measure(n: int, rounds: int, base: Path, *, verbose: bool) -> dict[str, Series]:
+    gates_dir = base / f"gates-{n}"
+    hand_dir = base / f"hand-{n}"
+    gates_dir.mkdir()
+    hand_dir.mkdir()
+    (gates_dir / "gates.yaml").write_text(gates_yaml(["true"] * n))
+    (hand_dir / "test_hand.py").write_text(HAND_WRITTEN.format(n=n))
+    env = clean_env()
+    common = ["-p", "no:cacheprovider", "-q"]
+
+    def plugin() -> Run:
+        shutil.rmtree(gates_dir / ".vgate", ignore_errors=True)  # same ledger every round
+        argv = pytest_argv("--vgate", "gates.yaml", *common)
+        return run_child(argv, cwd=gates_dir, env=env).check(what="plugin")
+
+    def hand() -> Run:
+        argv = pytest_argv("test_hand.py", *common)
+        return run_child(argv, cwd=hand_dir, env=env).check(what="hand-written")
+
+    def raw() -> Run:
+        argv = [sys.executable, "-c", RAW_LOOP.format(n=n)]
+        return run_child(argv, cwd=hand_dir, env=env).check(what="raw loop")
+
+    print(f"-- N = {n}", flush=True)
+    return alternate(
+        rounds,
+        [("plugin", plugin), ("hand-written", hand), ("raw loop", raw)],
+        verbose=verbose,
+    )
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0], rounds=3)
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=None, help="values of N (default 100 400 2000)"
+    )
+    args = parser.parse_args()
+    sizes = args.sizes or ([50] if args.quick else [100, 400, 2000])
+    rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
+    header(f"command gates: N trivial gates vs hand-written tests vs raw loop, {rounds} rounds")
+    results: dict[int, dict[str, Series]] = {}
+    with workdir("command", keep=args.keep) as base:
+        for n in sizes:
+            results[n] = measure(n, rounds, base, verbose=not args.quiet)
+
+    rows = []
+    for n, series in results.items():
+        for name, s in series.items():
+            rows.append([n, name, s.median, s.spread, s.median / n * 1000, s.cpu, s.peak_rss])
+    print()
+    headers = ["N", "subject", "median s", "min-max s", "ms/item", "CPU s", "peak RSS MiB"]
+    print(table(headers, rows))
+
+    rows = []
+    for n, series in results.items():
+        p, h, r = (series[k].median for k in ("plugin", "hand-written", "raw loop"))
+        cpu = ratio(series["plugin"].cpu, series["hand-written"].cpu)
+        target = verdict(ratio(p, h), 1.10, at_most=True)
+        rows.append([n, ratio(p, h), cpu, ratio(h, r), ratio(p, r), target])
+    print()
+    headers = ["N", "plugin/hand", "(CPU)", "hand/raw", "plugin/raw", "plugin/hand <= 1.10"]
+    print(table(headers, rows))
+
+    if len(sizes) > 1:
+        rows = []
+        ordered = sorted(results)
+        for lo, hi in itertools.pairwise(ordered):
+            row: list[object] = [f"{lo}->{hi}"]
+            for name in ("plugin", "hand-written", "raw loop"):
+                slope = (results[hi][name].median - results[lo][name].median) / (hi - lo)
+                row.append(slope * 1000)
+            p_slope = results[hi]["plugin"].median - results[lo]["plugin"].median
+            h_slope = results[hi]["hand-written"].median - results[lo]["hand-written"].median
+            row.append(ratio(p_slope, h_slope))
+            rows.append(row)
+        print()
+        print("marginal cost per item between sizes (equal rows = linear in N):")
+        print(
+            table(
+                ["sizes", "plugin ms/item", "hand ms/item", "raw ms/item", "plugin/hand marginal"],
+                rows,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,387 @@
+"""End to end: citation items in real pytest sessions, plain and under ``-n 2`` (issue 5).
+
+The fixture repository and its answer document (``helpers/citation_repo.py``) cover every
+outcome and form; here they go through ``--vgate-cite``, a gates file's ``citations:``,
+``--vgate-fix``, the summary block, the JSON report, selection and unusable documents.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+from helpers.citation_repo import CORRECTED, DROPPED, FABRICATED, VERIFIED, Case, CitationRepo
+from helpers.citation_repo import make_citation_repo as _make_repo
+
+DOC = "docs/answer.md"
+RunVgate = Callable[..., tuple[pytest.RunResult, dict[str, dict[str, object]]]]
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> CitationRepo:
+    """The fixture repository under ``pytester.path/repo``, as the working directory."""
+    made = _make_repo(pytester.path)
+    monkeypatch.chdir(made.root)
+    return made
+
+
+def doc_line(key: str) -> int:
+    """``answer.md:28:src/app.py:43`` (the fixture's key) -> 28."""
+    return int(key.split(":", 2)[1])
+
+
+def cite_name(key: str) -> str:
+    """The item name under a ``--vgate-cite`` document: ``L28:src/app.py:43``."""
+    _, line, location = key.split(":", 2)
+    return f"L{line}:{location}"
+
+
+def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]:
+    """The DESIGN.md block, computed from the fixture's cases (``source``, case)."""
+    entries = list(entries)
+    count = Counter(case.status for _, case in entries)
+    caught = []
+    for source, case in entries:
+        if case.beyond_end:
+            path = case.location.split(":")[0]
+            lines = (root / path).read_bytes().count(b"\n")
+            found = f"found at {case.corrected_to}" if case.status == CORRECTED else "not found"
+            caught.append(
+                f"{source} {case.location} (line beyond end of {lines}-line file, {found})"
+            )
+        elif case.status == FABRICATED:
+            caught.append(f"{source} {case.location} (file not found in the root)")
+    return [
+        "VERIFICATION GATE RESULT:",
+        f"- Total citations: {len(entries)}",
+        f"- Verified at original location: {count[VERIFIED]}",
+        f"- Corrected (line drift): {count[CORRECTED]}",
+        f"- Dropped (file/line/content not found): {count[DROPPED] + count[FABRICATED]}",
+        "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
+    ]
+
+
+def doc_entries(cases: dict[str, Case], document: str = DOC) -> list[tuple[str, Case]]:
+    return [(f"{document}:{doc_line(key)}", case) for key, case in cases.items()]
+
+
+def assert_summary_is_last_vgate_block(lines: list[str], block: list[str]) -> None:
+    """The block is printed exactly, inside the vgate section, and nothing follows it there."""
+    start = lines.index(block[0])
+    assert lines[start : start + len(block)] == block, "\n".join(lines[start:])
+    header = max(i for i, line in enumerate(lines[:start]) if line.startswith("="))
+    assert " vgate " in lines[header], lines[header]
+    after = lines[start + len(block) :]
+    assert after and after[0].startswith("="), after[:3]
+
+
+def assert_no_secret(repo: CitationRepo, *texts: str | bytes) -> None:
+    for text in texts:
+        data = text.encode() if isinstance(text, str) else text
+        assert repo.secret.encode() not in data
+
+
+def citation_counts(cases: dict[str, dict[str, object]]) -> Counter[str]:
+    return Counter(str(c["vgate_citation"]) for c in cases.values() if "vgate_citation" in c)
+
+
+def test_cite_option_every_outcome(
+    repo: CitationRepo, run_vgate: RunVgate, pytester: pytest.Pytester
+) -> None:
+    """--vgate-cite: every item's outcome, corrected location and source; the summary block;
+    the JSON report; and not one byte of the secret outside the root, anywhere."""
+    report = pytester.path / "report.json"
+    result, cases = run_vgate("--vgate-cite", DOC, "--vgate-report", str(report))
+    assert result.ret == 1, result.stdout.str()
+    assert sum(citation_counts(cases).values()) == len(repo.cases)
+    for key, case in repo.cases.items():
+        got = cases[cite_name(key)]
+        assert got["vgate_citation"] == case.status, (case.label, got)
+        assert got.get("vgate_corrected_to") == case.corrected_to, (case.label, got)
+        assert got["vgate_source"] == f"{DOC}:{doc_line(key)}", (case.label, got)
+        assert got["outcome"] == ("passed" if case.status == VERIFIED else "failure"), case.label
+        assert "vgate_fixed_from" not in got
+    # the block: exact, the last of the vgate section, its counts those of the items
+    lines = result.stdout.lines
+    block = expected_block(doc_entries(repo.cases), repo.root)
+    assert_summary_is_last_vgate_block(lines, block)
+    counts = citation_counts(cases)
+    assert block[1:5] == [
+        f"- Total citations: {sum(counts.values())}",
+        f"- Verified at original location: {counts['verified']}",
+        f"- Corrected (line drift): {counts['corrected']}",
+        f"- Dropped (file/line/content not found): {counts['dropped'] + counts['fabricated']}",
+    ]
+    assert "citations rewritten by --vgate-fix" not in result.stdout.str()
+    # the JSON report
+    data = json.loads(report.read_text(encoding="utf-8"))
+    by_node = {entry["nodeid"]: entry for entry in data["citations"]}
+    assert list(by_node) == [f"{DOC}::{cite_name(key)}" for key in repo.cases]  # document order
+    for key, case in repo.cases.items():
+        entry = by_node[f"{DOC}::{cite_name(key)}"]
+        assert entry["source"] == f"{DOC}:{doc_line(key)}"
+        assert entry["status"] == case.status
+        assert entry["corrected_to"] == case.corrected_to
+        assert case.location.split(":")[0] in entry["citation"]
+    # a failure report shows the cited line and where the code really is
+    out = result.stdout.str()
+    assert "really at:  src/win.py:9: 'def crlf_second():'" in out
+    assert_no_secret(repo, out, result.stderr.str(), (pytester.path / "junit.xml").read_bytes())
+    assert_no_secret(repo, report.read_bytes())
+    assert "INTERNALERROR" not in out
+
+
+def test_gates_file_citations_with_a_glob(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, run_vgate: RunVgate
+) -> None:
+    """``citations: ["docs/**/*.md"]`` in gates.yaml (a git work tree): every document
+    matched becomes items under the gates file, named by their path, next to a gate."""
+    repo = _make_repo(pytester.path, git=True)
+    monkeypatch.chdir(repo.root)
+    first_key, first = next(iter(repo.cases.items()))
+    # the same line and location as the first citation, in a document of the same basename
+    line = doc_line(first_key)
+    extra = repo.root / "docs/extra/answer.md"
+    extra.parent.mkdir()
+    extra.write_text("# Extra\n" + "\n" * (line - 2) + f"- {first.location} — `exact_target`\n")
+    check = json.dumps(f"{shlex.quote(sys.executable)} -c pass")
+    (repo.root / "gates.yaml").write_text(
+        f'gates:\n  - id: tree-is-here\n    check: {check}\ncitations: ["docs/**/*.md"]\n',
+        encoding="utf-8",
+    )
+    result, cases = run_vgate("--vgate", "gates.yaml")
+    assert result.ret == 1, result.stdout.str()
+    assert cases["tree-is-here"]["outcome"] == "passed"
+    for key, case in repo.cases.items():
+        got = cases[f"docs/{key}"]
+        assert got["vgate_citation"] == case.status, (case.label, got)
+        assert got.get("vgate_corrected_to") == case.corrected_to, (case.label, got)
+        assert got["vgate_source"] == f"{DOC}:{doc_line(key)}", (case.label, got)
+    twin = cases[f"docs/extra/answer.md:{line}:{first.location}"]
+    assert (twin["vgate_citation"], twin["vgate_source"]) == (
+        "verified",
+        f"docs/extra/answer.md:{line}",
+    )
+    entries = [*doc_entries(repo.cases), (f"docs/extra/answer.md:{line}", first)]
+    assert_summary_is_last_vgate_block(result.stdout.lines, expected_block(entries, repo.root))
+    assert "gates: 1 (1 pass)" in result.stdout.str()
+    assert_no_secret(repo, result.stdout.str(), (pytester.path / "junit.xml").read_bytes())
+
+
+SPY_CONFTEST = """
+import os
+
+import pytest_vgate.citation_items as citation_items
+
+_real = citation_items.fix_documents
+
+
+def _logged(results):
+    results = list(results)
+    if results:
+        with open({log!r}, "a", encoding="utf-8") as fh:
+            fh.write(os.environ.get("PYTEST_XDIST_WORKER", "controller") + "\\n")
+    return _real(results)
+
+
+citation_items.fix_documents = _logged
+"""
+
+
+def test_fix_rewrites_exactly_the_corrected_citations(
+    repo: CitationRepo,
+    run_vgate: RunVgate,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--vgate-fix: the document's bytes become the fixture's fixed bytes (once, on the
+    controller), the corrected items pass and say they were fixed; a second run verifies."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # when this suite runs in one
+    log = pytester.path / "fixes.log"
+    (repo.root / "conftest.py").write_text(SPY_CONFTEST.format(log=str(log)), encoding="utf-8")
+    assert repo.answer.read_bytes() == repo.answer_bytes != repo.fixed_bytes
+    result, cases = run_vgate("--vgate-cite", DOC, "--vgate-fix")
+    assert repo.answer.read_bytes() == repo.fixed_bytes
+    assert log.read_text().splitlines() == ["controller"]
+    assert result.ret == 1, result.stdout.str()  # dropped and fabricated still fail
+    lines = result.stdout.lines
+    corrected = [
+        (key, case, new_key)
+        for (key, case), new_key in zip(repo.cases.items(), repo.fixed_cases, strict=True)
+        if case.status == CORRECTED
+    ]
+    assert corrected
+    assert f"citations rewritten by --vgate-fix: {len(corrected)}" in lines
+    for key, case, new_key in corrected:
+        got = cases[cite_name(new_key)]
+        assert (got["outcome"], got["vgate_citation"]) == ("passed", "verified"), case.label
+        assert "vgate_corrected_to" not in got
+        fixed_from = got["vgate_fixed_from"]
+        if case.location != case.fixed_location:
+            assert fixed_from == case.location, case.label
+            shown = f"  {DOC}:{doc_line(key)}: {case.location} -> {case.fixed_location}"
+            assert shown in lines, shown
+        else:  # a link whose text alone was wrong: the old text is named
+            assert fixed_from and fixed_from != case.location, case.label
+    for key, case in repo.cases.items():
+        if case.status != CORRECTED:
+            got = cases[cite_name(key)]
+            assert got["vgate_citation"] == case.status and "vgate_fixed_from" not in got
+    assert_summary_is_last_vgate_block(
+        lines, expected_block(doc_entries(repo.fixed_cases), repo.root)
+    )
+
+    again, cases = run_vgate("--vgate-cite", DOC)
+    assert repo.answer.read_bytes() == repo.fixed_bytes
+    for key, case in repo.fixed_cases.items():
+        got = cases[cite_name(key)]
+        assert got["vgate_citation"] == case.status, (case.label, got)
+        assert "vgate_fixed_from" not in got
+    assert "- Corrected (line drift): 0" in again.stdout.lines
+    assert "citations rewritten by --vgate-fix" not in again.stdout.str()
+    assert log.read_text().splitlines() == ["controller"]  # nothing to fix, nothing written
+
+
+def test_selection_and_stable_readable_node_ids(
+    repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    """``--collect-only``, ``-m vgate``, ``-k`` and a node id select citation items; the
+    ids are ``DOCUMENT::LLINE:PATH:LINE``, a function of the document alone."""
+    (repo.root / "test_plain.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-cite", DOC, *args)
+
+    collected = run("--collect-only", "-q")
+    ids = [line for line in collected.stdout.lines if "::" in line]
+    assert ids == [f"{DOC}::{cite_name(key)}" for key in repo.cases] + ["test_plain.py::test_plain"]
+
+    win = [case.status for case in repo.cases.values() if case.location.startswith("src/win.py")]
+    assert sorted(win) == [CORRECTED, VERIFIED]
+    picked = run("-m", "vgate", "-k", "src/win.py or test_plain")
+    picked.assert_outcomes(passed=1, failed=1, deselected=len(repo.cases) - 2 + 1)
+
+    beyond = next(k for k, c in repo.cases.items() if c.beyond_end and c.status == CORRECTED)
+    one = run(f"{DOC}::{cite_name(beyond)}")
+    one.assert_outcomes(failed=1)
+    assert "- Corrected (line drift): 1" in one.stdout.lines
+
+
+def _setpriv_prefix() -> list[str] | None:
+    """Root reads any file; without CAP_DAC_OVERRIDE it obeys ``chmod 000`` like a user."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+UNUSABLE = {
+    # name: (file content or None for no file, expected exit code, words in the output)
+    "missing": (None, pytest.ExitCode.USAGE_ERROR, ["file not found", "nowhere.md"]),
+    "binary": (b"\x7fELF\x02\x01\x00\x00" + bytes(range(256)) * 4, 2, ["binary", "doc.md"]),
+    "utf-16": ("src/app.py:1 — `x`\n".encode("utf-16"), 2, ["binary", "doc.md"]),
+    "unreadable": (
+        b"src/app.py:1 \xe2\x80\x94 imports\n",
+        2,
+        ["cannot read", "doc.md", "Permission denied"],
+    ),
+    # not an error: stray bytes are replaced, the document's citations are still checked
+    "undecodable": (b"caf\xe9 \xff\xfe: src/app.py:3 - the `functools` import\n", 0, ["1 passed"]),
+}
+
+
+@pytest.mark.parametrize("kind", list(UNUSABLE))
+def test_unusable_document_is_a_clear_error(
+    kind: str, repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    """A missing, binary, UTF-16 or unreadable document: a usage or collection error that
+    names it, without a traceback; stray non-UTF-8 bytes are no error at all."""
+    content, code, words = UNUSABLE[kind]
+    name = "nowhere.md" if content is None else "doc.md"
+    if content is not None:
+        (repo.root / name).write_bytes(content)
+    prefix: list[str] = []
+    if kind == "unreadable":
+        (repo.root / name).chmod(0)
+        unprivileged = _setpriv_prefix()
+        if unprivileged is None:
+            pytest.skip("running as root without setpriv: cannot make a file unreadable")
+        prefix = unprivileged
+    result = pytester.run(
+        *prefix, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--vgate-cite", name
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == code, out
+    for word in words:
+        assert word in out, (word, out)
+    assert "INTERNALERROR" not in out
+    assert "Traceback" not in out and "citation_items.py" not in out, out
+
+
+def test_binary_document_in_a_gates_file_is_a_collection_error(
+    repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    """Under xdist too: the workers' collection error names the document."""
+    (repo.root / "docs/blob.md").write_bytes(b"\x00\x01 src/app.py:3 - imports\n")
+    (repo.root / "gates.yaml").write_text('citations: ["docs/*.md"]\n', encoding="utf-8")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "-n", "2"
+    )
+    out = result.stdout.str() + result.stderr.str()
+    # plain pytest stops (2); under xdist a worker's collection error fails the run (1)
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED), out
+    assert "docs/blob.md is binary" in out
+    assert "INTERNALERROR" not in out
+
+
+def test_a_folder_given_to_cite_is_a_usage_error(
+    repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-cite", "docs")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "docs" in result.stderr.str()
+
+
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "citations.md"
+
+
+def marked_blocks(page: Path, marker: str) -> list[tuple[str, str]]:
+    """(argument, body) of each fenced block right below ``<!-- marker: argument -->``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for index, line in enumerate(lines):
+        if line.startswith(f"<!-- {marker}: ") and line.endswith(" -->"):
+            argument = line[len(f"<!-- {marker}: ") : -len(" -->")]
+            end = lines.index("```", index + 2)
+            blocks.append((argument, "\n".join(lines[index + 2 : end]) + "\n"))
+    return blocks
+
+
+def test_the_documented_session_is_what_pytest_prints(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/citations.md's example: its files, its outputs and its fixed document."""
+    monkeypatch.chdir(pytester.path)
+    for name, body in marked_blocks(DOCS_PAGE, "example-file"):
+        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / name).write_text(body, encoding="utf-8")
+    outputs = marked_blocks(DOCS_PAGE, "example-output")
+    assert len(outputs) == 3
+    for args in dict.fromkeys(args for args, _ in outputs):  # in the page's order
+        lines = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args.split()).stdout.lines
+        for _, body in (o for o in outputs if o[0] == args):
+            shown = body.splitlines()
+            start = lines.index(shown[0])
+            assert lines[start : start + len(shown)] == shown, "\n".join(lines)
+    ((name, fixed),) = marked_blocks(DOCS_PAGE, "example-fixed")
+    assert (pytester.path / name).read_text(encoding="utf-8") == fixed

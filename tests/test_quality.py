@@ -1,0 +1,113 @@
+"""House rules that a reviewer would otherwise have to remember: lint, types, layering."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "pytest_vgate"
+# The pytest layer: the only modules allowed to import pytest.
+PYTEST_LAYER = {
+    "plugin.py",
+    "items.py",
+    "citation_items.py",
+    "controller.py",
+    "session.py",
+    "summary.py",
+    "options.py",
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def core_modules() -> list[Path]:
+    return [
+        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).as_posix() not in PYTEST_LAYER
+    ]
+
+
+def test_the_core_never_imports_pytest() -> None:
+    offenders = [
+        str(p.relative_to(ROOT)) for p in core_modules() if _imports(p) & {"pytest", "_pytest"}
+    ]
+    assert not offenders, f"core modules importing pytest: {offenders}"
+
+
+def test_no_private_pytest_imports_anywhere() -> None:
+    offenders = [
+        str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if "_pytest" in _imports(p)
+    ]
+    assert not offenders
+
+
+def test_only_the_process_module_starts_or_kills_processes() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "process.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        if "subprocess" in _imports(path):
+            offenders.append(f"{path.name}: imports subprocess")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in {"kill", "killpg", "system", "popen", "fork"}
+            ):
+                offenders.append(f"{path.name}:{node.lineno}: os.{node.attr}")
+    assert not offenders, offenders
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is a test extra")
+def test_ruff_is_clean() -> None:
+    result = subprocess.run(
+        ["ruff", "check", "pytest_vgate", "tests", "bench", "examples"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_mypy_strict_is_clean() -> None:
+    pytest.importorskip("mypy")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "pytest_vgate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_package_is_typed() -> None:
+    assert (PACKAGE / "py.typed").exists()
+
+
+def test_public_api_is_exactly_all() -> None:
+    import pytest_vgate
+
+    for name in pytest_vgate.__all__:
+        assert hasattr(pytest_vgate, name), name
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    defined = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert not defined, "__init__.py re-exports only"
