@@ -32,6 +32,7 @@ from _common import (
     base_parser,
     clean_env,
     header,
+    median,
     pytest_argv,
     ratio,
     run_child,
@@ -54,19 +55,23 @@ def test_item(i):
 
 LIBRARY = """\
 import sys
+import time
 from pathlib import Path
 from pytest_vgate.citations import CitationChecker, parse_citations
+started = time.perf_counter()
 root = Path(sys.argv[2])
 checker = CitationChecker(root)
 results = [checker.check(c) for c in parse_citations(Path(sys.argv[1]))]
 bad = [r for r in results if r.status.value != "verified"]
 print(len(results), "checked,", len(bad), "not verified")
+print("in-process", time.perf_counter() - started)
 sys.exit(1 if bad else 0)
 """
 
 # The naive protocol in plain Python: every citation opens and scans its file afresh.
 NAIVE = r"""
-import os, re, sys
+import os, re, sys, time
+started = time.perf_counter()
 CITE = re.compile(r"^- (\S+):(\d+) \u2014 `(\w+)`")
 def check(root, path, line, entity):
     full = os.path.realpath(os.path.join(root, path))
@@ -95,6 +100,7 @@ with open(sys.argv[1], encoding="utf-8") as fh:
             total += 1
             bad += check(root, m.group(1), int(m.group(2)), m.group(3)) != "verified"
 print(total, "checked,", bad, "not verified")
+print("in-process", time.perf_counter() - started)
 sys.exit(1 if bad else 0)
 """
 
@@ -191,13 +197,19 @@ def main() -> None:
             argv = pytest_argv("test_floor.py", "-p", "no:cacheprovider", "-q")
             return run_child(argv, cwd=floor_dir, env=env).check(what="floor")
 
+        inner: dict[str, list[float]] = {"library": [], "naive": []}
+
+        def in_process(run: Run, name: str) -> Run:
+            inner[name].append(float(run.output.split()[-1]))  # "in-process SECONDS"
+            return run
+
         def library() -> Run:
             argv = [sys.executable, str(base / "library.py"), answer, str(repo)]
-            return run_child(argv, cwd=repo, env=env).check(what="library")
+            return in_process(run_child(argv, cwd=repo, env=env).check(what="library"), "library")
 
         def naive() -> Run:
             argv = [sys.executable, str(base / "naive.py"), answer, str(repo)]
-            return run_child(argv, cwd=repo, env=env).check(what="naive python")
+            return in_process(run_child(argv, cwd=repo, env=env).check(what="naive"), "naive")
 
         subjects = [
             ("plugin", plugin),
@@ -260,6 +272,12 @@ def main() -> None:
                 [
                     "naive python / library",
                     ratio(nv, series["library (no pytest)"].median),
+                    "-",
+                    "",
+                ],
+                [
+                    "naive python / library, in-process check only",
+                    ratio(median(inner["naive"]), median(inner["library"])),
                     "-",
                     "",
                 ],

@@ -23,6 +23,7 @@ from pathlib import Path
 #   LC_CTYPE           UTF-8 the way they do in the user's terminal;
 #   TZ               - the time zone, so dates a check prints or compares match the caller's.
 # Everything else (tokens, credentials, proxies, HOME, ...) must be named by the gate.
+NESTED_ENV = "PYTEST_VGATE_NESTED"  # set in every check's environment
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
@@ -107,6 +108,9 @@ def build_env(
         if name in caller_env:
             env[name] = caller_env[name]
     explicit = {n for n in pass_names if n in caller_env}
+    # A check that runs pytest must not pick up the ini-configured gates again (a gate
+    # running the gates, forever): the plugin ignores the `vgate` ini keys under this.
+    env[NESTED_ENV] = "1"
     if "HOME" not in explicit:
         env["HOME"] = os.fspath(cell / "home")
     if "TMPDIR" not in explicit:

@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from pytest_vgate.cell import NESTED_ENV
 from pytest_vgate.runner import DEFAULT_TIMEOUT
 
 # (option, ini name, help). Every option has an ini twin of the same name with "_".
 _HELP = {
     "vgate": "a gates file (YAML) whose gates and citations become items; repeatable",
-    "vgate_base": "also run every gate on this git revision (a worktree) to obtain red evidence",
+    "vgate_base": "also run every gate on git revision REF (a worktree) to obtain red "
+    "evidence; needs --vgate",
     "vgate_require_red": "a green gate without red evidence fails (cause broken_test)",
     "vgate_strict": "semantic/self_review gates fail instead of being skipped",
     "vgate_timeout": f"default deadline per check in seconds (default {DEFAULT_TIMEOUT:g})",
     "vgate_ledger": "evidence ledger folder (default: .vgate/ under each gates root)",
     "vgate_report": "write the JSON report of gates and citations to this file",
-    "vgate_fix": "rewrite drifted citations in place before checking them",
+    "vgate_fix": "rewrite drifted citations in the documents, in place, before checking "
+    "them (also with --collect-only)",
     "vgate_cite": "a document whose FILE:LINE citations become items; repeatable",
+}
+
+
+_INI_HELP = {
+    "vgate": "gates files (YAML), whitespace-separated; used when no test paths are given",
+    "vgate_cite": "documents whose citations become items; used when no test paths are given",
 }
 
 
@@ -78,8 +88,8 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=_HELP["vgate_cite"],
     )
-    parser.addini("vgate", _HELP["vgate"], type="paths", default=[])
-    parser.addini("vgate_cite", _HELP["vgate_cite"], type="paths", default=[])
+    parser.addini("vgate", _INI_HELP["vgate"], type="paths", default=[])
+    parser.addini("vgate_cite", _INI_HELP["vgate_cite"], type="paths", default=[])
     parser.addini("vgate_base", _HELP["vgate_base"], default="")
     parser.addini("vgate_require_red", _HELP["vgate_require_red"], type="bool", default=False)
     parser.addini("vgate_strict", _HELP["vgate_strict"], type="bool", default=False)
@@ -114,10 +124,21 @@ def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:
     if given:
         base = config.invocation_params.dir
         found = [(base / p).resolve() for p in given]
-    else:
+    elif _ini_gates_apply(config):
         found = [Path(p).resolve() for p in config.getini(name)]
+    else:
+        found = []
     unique: dict[Path, None] = dict.fromkeys(found)
     return tuple(unique)
+
+
+def _ini_gates_apply(config: pytest.Config) -> bool:
+    """Ini-configured gates join a session like ``testpaths``: only when no test paths or
+    node ids were named, and never inside a check (a gate running pytest would otherwise
+    run the gates again, and again)."""
+    if os.environ.get(NESTED_ENV):
+        return False
+    return config.args_source != pytest.Config.ArgsSource.ARGS
 
 
 def _value(config: pytest.Config, name: str) -> str | None:

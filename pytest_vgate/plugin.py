@@ -38,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     res = Resources(settings=settings)
     config.stash[RESOURCES] = res
     loaded: list[GatesFile] = []
+    _warn_about_idle_options(config, settings)
     if settings.enabled:
         for path in (*settings.gates_files, *settings.cite_files):
             if not path.exists():
@@ -55,6 +56,24 @@ def pytest_configure(config: pytest.Config) -> None:
         # Always on the controller: @verifier items and crashed xdist workers need it
         # even in a session without a gates file.
         _prepare_controller_resources(config, res, loaded)
+
+
+IDLE_OPTIONS = ("vgate_base", "vgate_require_red", "vgate_strict", "vgate_fix", "vgate_ledger")
+
+
+def _warn_about_idle_options(config: pytest.Config, settings: Settings) -> None:
+    """Options that act on gates, given on the command line without any gates file."""
+    if settings.enabled:
+        return
+    idle = [name for name in IDLE_OPTIONS if config.getoption(name) is not None]
+    if idle:
+        flags = ", ".join("--" + name.replace("_", "-") for name in idle)
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest-vgate: {flags} has no effect without --vgate or --vgate-cite"
+            ),
+            stacklevel=2,
+        )
 
 
 def _add_collection_args(config: pytest.Config, settings: Settings) -> None:

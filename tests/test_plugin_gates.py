@@ -320,3 +320,39 @@ def test_gigabyte_of_output_stays_bounded(pytester: pytest.Pytester) -> None:
     assert gate["stdout_bytes"] == 1 << 30
     assert len(gate["stdout"]) < 2 << 20
     assert os.path.getsize(pytester.path / "r.json") < 8 << 20
+
+
+def test_ini_gates_are_not_run_again_by_a_check_that_runs_pytest(
+    pytester: pytest.Pytester,
+) -> None:
+    """A gate running plain `pytest` would collect the ini gates again, forever."""
+    pytester.makeini("[pytest]\nvgate = gates.yaml\n")
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    write_gates(
+        pytester,
+        f"gates:\n  - id: suite\n    check: {PY} -m pytest -q -p no:cacheprovider\n"
+        "    timeout: 60\n",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-report", "r.json")
+    result.assert_outcomes(passed=2)
+    gate = json.loads((pytester.path / "r.json").read_text())["gates"][0]
+    assert "1 passed" in gate["stdout"]  # the inner session ran the plain test only
+
+
+def test_ini_gates_join_like_testpaths(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nvgate = gates.yaml\n")
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    write_gates(pytester, f"gates:\n  - id: a\n    check: {PY} -c pass\n")
+    named = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py")
+    named.assert_outcomes(passed=1)
+    explicit = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "test_plain.py", "--vgate", "gates.yaml"
+    )
+    explicit.assert_outcomes(passed=2)
+
+
+def test_gate_options_without_gates_warn(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-require-red")
+    result.assert_outcomes(passed=1, warnings=1)
+    assert "--vgate-require-red has no effect without --vgate" in result.stdout.str()

@@ -62,6 +62,7 @@ def child_main(conn: multiprocessing.connection.Connection) -> None:
         faulthandler.dump_traceback_later(lead, exit=False, file=sys.stderr)
         result = execute(job, reporter, fresh_process=True)
         faulthandler.cancel_dump_traceback_later()
+        _flush()  # before the result: the parent reads the output file once it has it
         reporter.send(("result", result))
     # Catch-all: a bug of ours (or a signal handler of the verifier firing late) must
     # still answer; the parent turns this into an error rather than a crash.
@@ -69,7 +70,11 @@ def child_main(conn: multiprocessing.connection.Connection) -> None:
         with suppress(BaseException):
             reporter.send(("internal", f"{type(exc).__name__}: {exc}"))
     finally:
-        with suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
+        _flush()
         os._exit(0)  # no atexit, no join of threads the verifier left running
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(BaseException):
+            stream.flush()

@@ -1,0 +1,203 @@
+"""The gates file's data model: gate types, gates, the file, its errors and key vocabulary.
+
+Pure data; never imports pytest.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+
+class GateType(str, enum.Enum):
+    COMMAND = "command"
+    CODE = "code"
+    PYTHON = "python"
+    SEMANTIC = "semantic"
+    SELF_REVIEW = "self_review"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RedPolicy(str, enum.Enum):
+    REQUIRED = "required"
+    NOT_REQUIRED = "not-required"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Which caller variables reach a check (``pass``) and which are set (``set``)."""
+
+    pass_names: tuple[str, ...] = ()
+    set_values: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pass": list(self.pass_names), "set": dict(self.set_values)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvSpec:
+        return cls(tuple(data.get("pass", ())), tuple(dict(data.get("set", {})).items()))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One validated gate. ``argv`` is the check split with shlex (empty when blank)."""
+
+    id: str
+    type: GateType = GateType.COMMAND
+    claim: str = ""
+    check: str = ""
+    argv: tuple[str, ...] = ()
+    expect: tuple[int, ...] = (0,)
+    timeout: float | None = None
+    cwd: str = "."
+    env: EnvSpec = field(default_factory=EnvSpec)
+    tools: tuple[str, ...] = ()
+    red: RedPolicy = RedPolicy.REQUIRED
+    red_exit: tuple[int, ...] | None = None
+    overlay: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    stale_at: str | None = None  # ISO 8601, UTC
+    verifiers: tuple[str, ...] = ()  # "module:function" references
+    root: Path = field(default_factory=Path.cwd)
+    source: Path | None = None  # the gates file
+    line: int = 0  # line of the gate in the gates file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type.value,
+            "claim": self.claim,
+            "check": self.check,
+            "argv": list(self.argv),
+            "expect": list(self.expect),
+            "timeout": self.timeout,
+            "cwd": self.cwd,
+            "env": self.env.to_dict(),
+            "tools": list(self.tools),
+            "red": self.red.value,
+            "red_exit": list(self.red_exit) if self.red_exit is not None else None,
+            "overlay": list(self.overlay),
+            "inputs": list(self.inputs),
+            "stale_at": self.stale_at,
+            "verifiers": list(self.verifiers),
+            "root": str(self.root),
+            "source": str(self.source) if self.source else None,
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Gate:
+        """Rebuild a gate from ``to_dict()`` output (e.g. on an xdist worker); no validation."""
+        red_exit = data.get("red_exit")
+        source = data.get("source")
+        return cls(
+            id=data["id"],
+            type=GateType(data.get("type", "command")),
+            claim=data.get("claim", ""),
+            check=data.get("check", ""),
+            argv=tuple(data.get("argv", ())),
+            expect=tuple(data.get("expect", (0,))),
+            timeout=data.get("timeout"),
+            cwd=data.get("cwd", "."),
+            env=EnvSpec.from_dict(data.get("env", {})),
+            tools=tuple(data.get("tools", ())),
+            red=RedPolicy(data.get("red", "required")),
+            red_exit=tuple(red_exit) if red_exit is not None else None,
+            overlay=tuple(data.get("overlay", ())),
+            inputs=tuple(data.get("inputs", ())),
+            stale_at=data.get("stale_at"),
+            verifiers=tuple(data.get("verifiers", ())),
+            root=Path(data["root"]),
+            source=Path(source) if source else None,
+            line=int(data.get("line", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class GatesFile:
+    """A loaded gates file: its gates in file order and the citation documents it names."""
+
+    path: Path
+    root: Path
+    gates: tuple[Gate, ...]
+    citations: tuple[Path, ...] = ()  # resolved document paths (globs expanded)
+    default_tools: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "root": str(self.root),
+            "gates": [gate.to_dict() for gate in self.gates],
+            "citations": [str(path) for path in self.citations],
+            "default_tools": list(self.default_tools),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GatesFile:
+        return cls(
+            path=Path(data["path"]),
+            root=Path(data["root"]),
+            gates=tuple(Gate.from_dict(gate) for gate in data.get("gates", ())),
+            citations=tuple(Path(path) for path in data.get("citations", ())),
+            default_tools=tuple(data.get("default_tools", ())),
+        )
+
+
+class GatesFileError(Exception):
+    """A problem in a gates file that the user can fix; names FILE:LINE and the key."""
+
+    def __init__(self, path: Path | str, line: int | None, key: str | None, message: str):
+        self.path = Path(path)
+        self.line = line
+        self.key = key
+        self.message = message
+        where = f"{self.path}:{line}" if line else str(self.path)
+        what = f" [{key}]" if key else ""
+        super().__init__(f"{where}:{what} {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the 4-argument __init__
+        return (type(self), (str(self.path), self.line, self.key, self.message))
+
+
+# -- the key vocabulary (gates.schema.json is tested against these) -----------------------
+
+TOP_LEVEL_KEYS = frozenset({"root", "defaults", "gates", "citations"})
+DEFAULT_KEYS = frozenset({"timeout", "env", "tools", "expect", "cwd", "red"})
+GATE_KEYS = frozenset(
+    {
+        "id",
+        "type",
+        "claim",
+        "check",
+        "expect",
+        "timeout",
+        "cwd",
+        "env",
+        "tools",
+        "red",
+        "red_exit",
+        "overlay",
+        "inputs",
+        "stale_at",
+        "verifier",
+        "verifiers",
+    }
+)
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "verification_type": "type",
+        "evidence_type": "claim",
+        "evidence_shape": "check",
+        "command": "check",
+    }
+)
+ENV_KEYS = frozenset({"pass", "set"})
