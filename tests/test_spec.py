@@ -3,11 +3,13 @@ good files (all keys, aliases, defaults, root, citations) normalise as documente
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
 import pickle
 import re
+import shlex
 import textwrap
 import time
 from datetime import date, datetime
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers.docs_examples import materialise, write, yaml_blocks
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate.spec import (
@@ -35,6 +37,8 @@ from pytest_vgate.spec import (
     RedPolicy,
     gate_from_mapping,
     load_gates_file,
+    values,
+    yamlnodes,
 )
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "gates-file.md"
@@ -88,6 +92,13 @@ BAD_FILES = [
     ("tab-indent", "gates:\n\t- id: a\n", 2, None, "YAML syntax error"),
     ("two-documents", "gates: []\n---\ngates: []\n", 2, None, "single document"),
     ("control-char", "gates:\n  - id: a\n    check: x\x01\n", 3, None, "U+0001"),
+    (
+        "control-after-utf8",
+        "gates:\n  - id: a\n    claim: \u00e9\u00e9\u00e9\n    check: \x1f\n",
+        4,
+        None,
+        "U+001F",
+    ),
     ("top-list", "- id: a\n  check: x\n", 1, None, "under a `gates:` key"),
     ("top-scalar", "just text\n", 1, None, "top level must be a mapping"),
     ("unknown-top", "gates: []\ncitation: [a.md]\n", 2, "citation", "did you mean `citations`"),
@@ -118,6 +129,14 @@ BAD_FILES = [
     ("timeout-text", "gates:\n  - id: a\n    timeout: 10s\n", 3, "timeout", "seconds"),
     ("timeout-huge", "gates:\n  - id: a\n    timeout: 1e400\n", 3, "timeout", "at most"),
     ("tools-string", "gates:\n  - id: a\n    tools: python\n", 3, "tools", "[python]"),
+    ("tools-string-below", "gates:\n  - id: a\n    tools:\n      python\n", 4, "tools", "[python]"),
+    (
+        "unknown-key-list-below",
+        "gates:\n  - id: a\n    comand:\n      - x\n",
+        3,
+        "comand",
+        "`command`",
+    ),
     ("tools-item", "gates:\n  - id: a\n    tools:\n      - python\n      - 3\n", 5, "tools", "3"),
     ("type-unknown", "gates:\n  - id: a\n    type: shell\n", 3, "type", "command | code"),
     ("type-case", "gates:\n  - id: a\n    type: Command\n", 3, "type", "did you mean `command`"),
@@ -297,7 +316,7 @@ def test_hostile_yaml_stays_bounded(tmp_path: Path) -> None:
         load_gates_file(write(tmp_path, "\n".join(merges) + "\n", "merge.yaml"))
     assert time.monotonic() - started < 30  # generous: exponential expansion would never end
     deep = write(tmp_path, "gates: " + "[" * 20000 + "]" * 20000 + "\n", "deep.yaml")
-    with pytest.raises(GatesFileError, match="deep"):
+    with pytest.raises(GatesFileError, match="nested too deeply"):
         load_gates_file(deep)
 
 
@@ -737,3 +756,147 @@ SCHEMA_REJECTS = {
     "gates-not-list",
     "citations-string",
 }
+
+
+# -- the fast paths (libyaml, plain argv) agree with the slow ones -------------------------
+
+
+def located(value: Any) -> Any:
+    """Data with every line the loader kept, for comparing two loaders."""
+    if isinstance(value, yamlnodes.LocatedMap):
+        return (
+            "map",
+            value.line,
+            sorted(
+                (
+                    (k, value.key_lines[k], value.value_lines[k], located(v))
+                    for k, v in value.items()
+                ),
+                key=repr,
+            ),
+        )
+    if isinstance(value, yamlnodes.LocatedList):
+        return ("seq", value.line, value.item_lines, [located(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def both_loaders(text: str) -> tuple[Any, Any]:
+    """What libyaml and the pure loader give: located data or (line, key) of the error."""
+    results = []
+    for pure in (False, True):
+        try:
+            results.append(located(yamlnodes.load_yaml(text, pure=pure)))
+        except yamlnodes.YamlError as exc:
+            results.append(("error", exc.line, exc.key))
+    return results[0], results[1]
+
+
+def test_libyaml_is_used_when_installed() -> None:
+    if not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML is built without libyaml here")
+    assert issubclass(yamlnodes._loader_class(), yaml.CSafeLoader)
+
+
+MERGES = """\
+base: &base {timeout: 9, tools: [make]}
+other: &other {tools: [ruff], cwd: sub}
+gates:
+  - &one
+    id: one
+    check: 'make test'
+    <<: [*base, *other]
+  - <<: *one
+    id: two
+    expect:
+      - 0
+      - 1
+  - {id: three, stale_at: 2026-11-20, timeout: 1e3, red_exit: ~, claim: !!str 12}
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [pytest.param(FULL, id="full"), pytest.param(MERGES, id="merges")]
+    + [pytest.param(case[1], id=case[0]) for case in BAD_FILES]
+    + [pytest.param(text, id=f"docs-L{line}") for line, _, text in DOC_BLOCKS],
+)
+def test_libyaml_and_pure_loader_agree(text: str) -> None:
+    fast, pure = both_loaders(text)
+    assert fast == pure
+
+
+YAML_DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.dates(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=YAML_DATA, flow=st.sampled_from([None, True, False]), width=st.integers(20, 200))
+def test_libyaml_and_pure_loader_agree_on_any_document(data: Any, flow: Any, width: int) -> None:
+    text = yaml.safe_dump(data, default_flow_style=flow, width=width, allow_unicode=True)
+    fast, pure = both_loaders(text)
+    assert fast == pure
+
+
+def reference_argv(check: str) -> tuple[str, ...] | None:
+    """The rule the fast paths must equal: shlex.split, blank gives (), failures None."""
+    if "\x00" in check:
+        return None
+    if not check.strip():
+        return ()
+    try:
+        return tuple(shlex.split(check, posix=True))
+    except ValueError:
+        return None
+
+
+SHELL_CHARS = [*"ab- =$*;|&()<>#~", " ", "\t", "\r", "\n", "'", '"', "\\", "é", "\x00"]
+OTHER_SPACES = ["\x0b", "\x0c", "\x1c", "\x85", "\xa0", "\u2003", "\u2028", "\u3000"]
+SHELLISH = st.text(alphabet=st.sampled_from(SHELL_CHARS + OTHER_SPACES), max_size=24)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(check=st.text(alphabet="ab '\"\\", max_size=12) | SHELLISH | st.text(max_size=24))
+@example(check="python -c 'raise SystemExit(1)'")
+@example(check="a'b'\"c\"d \"'\" '\"' '' x\"\"y")
+@example(check="echo '\\' \"a'b\"")
+@example(check="x\x0by")
+@example(check="a\xa0b 'c\u2003d'")
+@example(check="# not a comment")
+@example(check="'a'b'c' \"''\"''")
+def test_argv_splits_exactly_like_shlex(check: str) -> None:
+    expected = reference_argv(check)
+    try:
+        got: tuple[str, ...] | None = values.argv("check", check)
+    except values.BadValue:
+        got = None
+    assert got == expected
+
+
+def test_common_checks_skip_shlex() -> None:
+    """The fast paths cover the checks people write (the property above proves them)."""
+    assert values._NOT_PLAIN.search("python -m pytest -q tests/test_a.py --tb=no") is None
+    for check in ["python -c 'raise SystemExit(1)'", 'pytest "tests/test more.py::T"', "''"]:
+        assert values._QUOTED_WORDS.fullmatch(check), check
+    for check in ["echo a\\ b", "echo 'x", 'echo "a\\"b"']:
+        assert not values._QUOTED_WORDS.fullmatch(check), check
+
+
+def test_loading_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
+    good = write(tmp_path, "gates: [{id: a, check: x}]\n")
+    bad = write(tmp_path, "gates: [{id: a, check: x}, 3]\n", "bad.yaml")
+    assert gc.isenabled()
+    load_gates_file(good)
+    with pytest.raises(GatesFileError):
+        load_gates_file(bad)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_gates_file(good)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

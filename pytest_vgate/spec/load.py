@@ -25,10 +25,14 @@ from pytest_vgate.spec.model import (
     GateType,
     RedPolicy,
 )
-from pytest_vgate.spec.yamlnodes import YamlError, load_yaml
+from pytest_vgate.spec.yamlnodes import YamlError, gc_paused, load_yaml
 
 _SAME_VALUE = {**ALIASES, "verifier": "verifiers"}  # keys that may not be given together
 _RUNS_ARGV = (GateType.COMMAND, GateType.CODE)
+# Built once, not per gate: the keys a gate may have and the hint for top-level keys in one.
+_GATE_KNOWN = GATE_KEYS | ALIASES.keys()
+_TOP_HINT = dict.fromkeys(TOP_LEVEL_KEYS, "it belongs at the top level of the file. ")
+_NO_ENV = EnvSpec()  # frozen, so one instance serves every gate without `env`
 
 
 class _Where:
@@ -56,6 +60,8 @@ class _Where:
             self.fail(exc.line or self.value_line(key), key, exc.message)
 
     def check_keys(self, known: frozenset[str], what: str, misplaced: Mapping[str, str]) -> None:
+        if known.issuperset(self.data):  # the usual case: every key known (and so text)
+            return
         for key in self.data:
             if not isinstance(key, str):
                 self.fail(
@@ -97,6 +103,11 @@ def load_gates_file(path: Path | str) -> GatesFile:
         raise GatesFileError(
             shown, line, None, f"the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
         ) from None
+    with gc_paused():
+        return _load_text(shown, text)
+
+
+def _load_text(shown: Path, text: str) -> GatesFile:
     try:
         data = load_yaml(text)
     except YamlError as exc:
@@ -254,7 +265,7 @@ def _enum(where: _Where, key: str, kind: type[GateType] | type[RedPolicy]) -> An
 def _merge_env(base: EnvSpec | None, own: EnvSpec | None) -> EnvSpec:
     """Defaults and gate env united: pass lists joined, set mappings merged (gate wins)."""
     if base is None or own is None:
-        return own or base or EnvSpec()
+        return own or base or _NO_ENV
     passed = tuple(dict.fromkeys((*base.pass_names, *own.pass_names)))
     return EnvSpec(passed, tuple({**dict(base.set_values), **dict(own.set_values)}.items()))
 
@@ -274,6 +285,23 @@ def gate_from_mapping(
     return _build_gate(data, shown=shown, line=line, root=resolved, source=source, defaults=merged)
 
 
+def _canonical_keys(where: _Where) -> dict[str, str]:
+    """Canonical key -> the spelling the user used; two spellings of one key are refused."""
+    if _SAME_VALUE.keys().isdisjoint(where.data):  # the usual case: no alias, no `verifier`
+        return {key: key for key in where.data}
+    given: dict[str, str] = {}
+    for key in map(str, where.data):  # check_keys made sure every key is text
+        canonical = _SAME_VALUE.get(key, key)
+        if canonical in given:
+            where.fail(
+                where.key_line(key),
+                key,
+                f"`{key}` and `{given[canonical]}` both give `{canonical}`; keep one",
+            )
+        given[canonical] = key
+    return given
+
+
 def _build_gate(
     data: Any,
     *,
@@ -291,18 +319,8 @@ def _build_gate(
             f"a gate must be a mapping with at least `id` and `check`, got {values.describe(data)}",
         )
     where = _Where(shown, data, line)
-    top_hint = dict.fromkeys(TOP_LEVEL_KEYS, "it belongs at the top level of the file. ")
-    where.check_keys(GATE_KEYS | ALIASES.keys(), "a gate", top_hint)
-    given: dict[str, str] = {}  # canonical key -> the spelling the user used
-    for key in map(str, data):  # check_keys made sure every key is text
-        canonical = _SAME_VALUE.get(key, key)
-        if canonical in given:
-            where.fail(
-                where.key_line(key),
-                key,
-                f"`{key}` and `{given[canonical]}` both give `{canonical}`; keep one",
-            )
-        given[canonical] = key
+    where.check_keys(_GATE_KNOWN, "a gate", _TOP_HINT)
+    given = _canonical_keys(where)
     if "id" not in data:
         where.fail(
             where.line,
