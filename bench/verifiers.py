@@ -3,10 +3,13 @@
 A test module with N ``@verifier`` functions that return True (default isolation:
 ``process``, a forkserver child per call) against a module with the same N functions
 written as plain tests. Both run through ``python -m pytest`` (and, with
-``--console-script``, also through the ``pytest`` script, which re-imports pytest in
-every forkserver child on Python < 3.12; see docs/verifiers.md). The per-verifier
+``--console-script``, also through the ``pytest`` script, whose top level every
+forkserver child re-runs on Python < 3.12; see docs/verifiers.md). The per-verifier
 overhead is (plugin - plain) / N. The isolation method's floor is measured in a clean
-process: a bare forkserver ``Process`` start+join, and a bare ``os.fork`` + ``waitpid``.
+process: a bare forkserver ``Process`` start+join (also with the server preloading
+pytest, as ours does in a pytest session), the job round trip to a child started ahead
+(what a call waits for when the plugin's spare child is ready), and a bare ``os.fork`` +
+``waitpid``.
 
     python bench/verifiers.py              # N = 100, 3 rounds
     python bench/verifiers.py --quick      # N = 20, 1 round
@@ -48,14 +51,26 @@ def test_check_{i}():
 """
 
 FLOOR = r"""
-import json, multiprocessing, os, statistics, sys, time
+# Kept light at the top: on Python < 3.12 every forkserver child re-runs this script's
+# top level (multiprocessing's main-module fixup), which would otherwise be measured.
+import multiprocessing, os, sys, time
+
 
 def noop():
     pass
 
-def main(calls):
+
+def answer(conn):
+    conn.recv()
+    conn.send(True)
+
+
+def main(calls, preload):
+    import json, statistics
+
     out = {}
     ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["__main__", *preload])
     times = []
     for _ in range(calls + 1):
         t = time.perf_counter()
@@ -65,6 +80,19 @@ def main(calls):
         times.append(time.perf_counter() - t)
     out["forkserver_first"] = times[0]
     out["forkserver"] = statistics.median(times[1:])
+    times = []
+    for _ in range(calls):  # a child started ahead, waiting: job round trip + exit
+        ours, theirs = ctx.Pipe()
+        p = ctx.Process(target=answer, args=(theirs,))
+        p.start()
+        theirs.close()
+        time.sleep(0.005)
+        t = time.perf_counter()
+        ours.send(None)
+        ours.recv()
+        times.append(time.perf_counter() - t)
+        p.join()
+    out["spare"] = statistics.median(times)
     times = []
     for _ in range(calls):
         t = time.perf_counter()
@@ -76,15 +104,17 @@ def main(calls):
     out["fork"] = statistics.median(times)
     print(json.dumps(out))
 
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2:])
 """
 
 
-def floors(base: Path, calls: int) -> dict[str, float]:
+def floors(base: Path, calls: int, preload: tuple[str, ...] = ()) -> dict[str, float]:
     script = base / "floor.py"
     script.write_text(FLOOR)
-    run = run_child([sys.executable, str(script), str(calls)], cwd=base, env=clean_env())
+    argv = [sys.executable, str(script), str(calls), *preload]
+    run = run_child(argv, cwd=base, env=clean_env())
     run.check(what="isolation floor")
     return json.loads(run.output.strip().splitlines()[-1])
 
@@ -131,7 +161,9 @@ def main() -> None:
         if args.console_script:
             subjects.append(("verifiers (pytest script)", script))
         series: dict[str, Series] = alternate(rounds, subjects, verbose=not args.quiet)
-        floor = floors(base, 20 if args.quick else args.floor_calls)
+        calls = 20 if args.quick else args.floor_calls
+        floor = floors(base, calls)
+        floor_pytest = floors(base, calls, ("pytest",))
 
     plain_s = series["plain tests"]
     rows = []
@@ -161,8 +193,16 @@ def main() -> None:
                 ["target <= 5 ms", verdict(over, 5.0, at_most=True)],
                 ["floor: forkserver Process start+join ms", floor["forkserver"] * 1000],
                 [
+                    "floor: the same, server preloaded with pytest ms",
+                    floor_pytest["forkserver"] * 1000,
+                ],
+                [
                     "floor: forkserver first call (server start) ms",
                     floor["forkserver_first"] * 1000,
+                ],
+                [
+                    "floor: job round trip to a child started ahead ms",
+                    floor_pytest["spare"] * 1000,
                 ],
                 ["floor: os.fork + waitpid ms", floor["fork"] * 1000],
             ],

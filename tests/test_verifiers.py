@@ -433,6 +433,100 @@ def test_inline_cannot_protect_module_state(folder: Path) -> None:
     assert "returned False" in second.detail
 
 
+# --- where children come from: the forkserver's preload, the warm spare -----------------
+
+FRESH_MODULE = """
+import os, sys
+from pytest_vgate.verifiers import Outcome
+IMPORTS = []  # module state: one entry per import of this module in this process
+IMPORTS.append(os.getpid())
+PYTEST_PRELOADED = "pytest" in sys.modules  # before this module imports anything else
+
+def who(ctx):
+    IMPORTS.append("called")
+    return Outcome.passed(f"{os.getpid()} {len(IMPORTS)}")
+
+def preloaded(ctx):
+    return Outcome.passed(str(PYTEST_PRELOADED))
+
+def cwd(ctx):
+    return Outcome.passed(os.getcwd())
+"""
+
+
+def test_every_call_gets_its_own_fresh_process(folder: Path) -> None:
+    """The spare started during one call serves the next, yet no two calls share a
+    process and each finds the module freshly imported (state untouched by earlier calls)."""
+    module = write_module(folder, FRESH_MODULE)
+    details = [call(folder, module, "who").detail for _ in range(6)]
+    pids = [d.split()[0] for d in details]
+    assert len(set(pids)) == len(pids), details
+    assert all(d.split()[1] == "2" for d in details), details  # one import + this call
+    assert str(os.getpid()) not in pids
+
+
+def test_a_spare_started_before_a_chdir_runs_in_the_callers_cwd(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = write_module(folder, FRESH_MODULE)
+    assert call(folder, module, "who").ok  # leaves a spare started in the old cwd
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = call(folder, module, "cwd")
+    assert result.detail == str(elsewhere)
+
+
+def test_a_spare_that_died_waiting_is_replaced_not_reported(folder: Path) -> None:
+    """Killed before it got a job (OOM killer, a stray kill): not the next verifier's crash."""
+    from pytest_vgate.verifiers import spawner
+
+    module = write_module(folder, FRESH_MODULE)
+    assert call(folder, module, "who").ok  # starts the spare for the next call
+    with spawner._lock:
+        waiting = spawner._filling
+    if waiting is not None:
+        waiting.join(10)
+    spare = spawner._spare
+    assert spare is not None and spare.proc.pid is not None
+    spare.proc.kill()
+    assert wait_dead(spare.proc.pid)
+    time.sleep(0.2)  # let the forkserver report the exit
+    result = call(folder, module, "who")
+    assert result.mode is Mode.PASS, result.detail
+    assert result.detail.split()[0] != str(spare.proc.pid)
+
+
+PRELOAD_SCRIPT = """
+import sys
+from pytest_vgate.verifiers import VerifierTarget, call_verifier
+
+if __name__ == "__main__":  # not at the top: children re-run this script's top level
+    {imports}
+    r = call_verifier(VerifierTarget(sys.argv[2], "preloaded"), root=sys.argv[1], timeout=60,
+                      sys_path=[sys.argv[1]])
+    print("RESULT", r.mode.value, r.detail, "pytest" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("imported", [True, False])
+def test_the_forkserver_preloads_pytest_only_when_the_caller_imported_it(
+    folder: Path, imported: bool
+) -> None:
+    """Children of a pytest session do not import pytest again (it is ~200 ms a call);
+    a library caller without pytest does not get it imported for it."""
+    module = write_module(folder, FRESH_MODULE)
+    script = folder / "preload.py"
+    script.write_text(PRELOAD_SCRIPT.format(imports="import pytest" if imported else "pass"))
+    done = subprocess.run(
+        [sys.executable, str(script), str(folder), module],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"RESULT pass {imported} {imported}" in done.stdout, done.stdout + done.stderr
+
+
 # --- inline ----------------------------------------------------------------------------
 
 

@@ -1,8 +1,9 @@
 """The child side of a process-isolated verifier call (the parent side is ``isolation``).
 
-Kept small and importable on its own: the forkserver preloads it, and the child's only
-job is to receive the job, run :func:`~pytest_vgate.verifiers.invoke.execute`, send the
-result back and exit without running anything the verifier left behind.
+Kept small and importable on its own: the forkserver preloads it. The child waits for
+its job (a spare waits while an earlier verifier runs), runs
+:func:`~pytest_vgate.verifiers.invoke.execute`, sends the result back and exits without
+running anything the verifier left behind.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def child_main(conn: multiprocessing.connection.Connection) -> None:
     reporter = _PipeReporter(conn)
     try:
         job = conn.recv()
+        if job.get("cwd"):
+            with suppress(OSError):  # the caller's folder is gone: stay where we are
+                os.chdir(job["cwd"])
         out = os.open(job["output"], os.O_WRONLY | os.O_APPEND)
         os.dup2(out, 1)
         os.dup2(out, 2)

@@ -1,8 +1,9 @@
 """Several verifiers of one gate: run concurrently, joined into one fail-closed Verdict.
 
-Each verifier gets a thread of ours and a child process of its own, so one that hangs or
-panics neither delays nor silences the others; the gate takes the worst mode of its
-checks and keeps every verifier's own result (``checks``, and ``extra["verifiers"]``).
+Each verifier gets a thread of ours (a single one runs in the caller's) and a child
+process of its own, so one that hangs or panics neither delays nor silences the others;
+the gate takes the worst mode of its checks and keeps every verifier's own result
+(``checks``, and ``extra["verifiers"]``).
 """
 
 from __future__ import annotations
@@ -85,34 +86,45 @@ def run_verifiers(
     cancel = Cancel()
     results: list[VerifierResult | None] = [None] * len(targets)
 
-    def one(index: int) -> None:
-        target = targets[index]
+    def one(index: int) -> VerifierResult:
+        return call_verifier(
+            targets[index],
+            root=root,
+            timeout=timeout,
+            gate=gate,
+            tools=tools,
+            isolation=isolation,
+            sys_path=sys_path,
+            caller_env=caller_env,
+            env=env,
+            capture_limit=capture_limit,
+            scratch=scratch,
+            cancel=cancel,
+        )
+
+    def in_thread(index: int) -> None:
         # Catch-all: call_verifier never raises, but a bug of ours in a thread would
         # otherwise vanish and leave a hole that must not read as a pass.
         try:
-            results[index] = call_verifier(
-                target,
-                root=root,
-                timeout=timeout,
-                gate=gate,
-                tools=tools,
-                isolation=isolation,
-                sys_path=sys_path,
-                caller_env=caller_env,
-                env=env,
-                capture_limit=capture_limit,
-                scratch=scratch,
-                cancel=cancel,
-            )
+            results[index] = one(index)
         except BaseException as exc:  # noqa: BLE001
             results[index] = VerifierResult.failure(
-                target.display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
+                targets[index].display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
             )
 
-    threads = [
-        threading.Thread(target=one, args=(i,), name=f"vgate-fanout-{i}", daemon=True)
-        for i in range(len(targets))
-    ]
+    if len(targets) == 1:  # no thread: the caller's own (Ctrl-C propagates from here)
+        try:
+            results[0] = one(0)
+        except Exception as exc:  # noqa: BLE001 - a bug of ours must not read as a pass
+            results[0] = VerifierResult.failure(
+                targets[0].display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
+            )
+        threads = []
+    else:
+        threads = [
+            threading.Thread(target=in_thread, args=(i,), name=f"vgate-fanout-{i}", daemon=True)
+            for i in range(len(targets))
+        ]
     try:
         for thread in threads:
             thread.start()

@@ -3,7 +3,8 @@
 The child comes from multiprocessing's ``forkserver`` (``spawn`` where there is none): a
 clean interpreter state per call (no module state, lock or thread of an earlier verifier
 survives), no fork of our threaded process, and a cheap fork per call once the server
-runs. The child gets the job and returns the result over a Pipe as plain data; it reports
+runs (see ``spawner``: what the server preloads, and the spare started ahead). The child
+gets the job and returns the result over a Pipe as plain data; it reports
 each process group ``ctx.run`` starts so that the parent can kill it with the child.
 ``inline`` runs in a daemon thread of the caller: the deadline is enforced, nothing else.
 """
@@ -30,33 +31,21 @@ from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
+from pytest_vgate.verifiers import spawner
 from pytest_vgate.verifiers.api import Isolation
-from pytest_vgate.verifiers.child import child_main
 from pytest_vgate.verifiers.context import ToolUse
 from pytest_vgate.verifiers.invoke import bounded, execute
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
 
 START_METHOD: str | None = None  # None: forkserver where available, else spawn
-EXIT_GRACE = 2.0  # seconds a child that delivered its result gets to exit
+EXIT_GRACE = 2.0  # seconds a child that delivered no result gets to exit
 OUTPUT_TAIL = 3000  # characters of the verifier's output kept
-_preload_lock = threading.Lock()
-_preloaded = False
 
 
 def multiprocessing_context() -> BaseContext:
     """The context verifier children come from (see the module docstring for why)."""
-    global _preloaded
-    method = START_METHOD or (
-        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    )
-    mp = multiprocessing.get_context(method)
-    if method == "forkserver":
-        with _preload_lock:
-            if not _preloaded:  # only effective before the server starts; harmless after
-                mp.set_forkserver_preload(["__main__", __name__, child_main.__module__])
-                _preloaded = True
-    return mp
+    return spawner.context(START_METHOD)
 
 
 class Cancel:
@@ -145,50 +134,61 @@ def _decode(name: str, raw: Any, duration: float, output: str) -> VerifierResult
 class _ProcessCall:
     """One child process running one verifier; the parent side of the protocol."""
 
-    def __init__(self, mp: BaseContext) -> None:
-        self.parent, child = mp.Pipe(duplex=True)
-        self.child_end = child
-        self.proc = mp.Process(target=child_main, args=(child,), daemon=True)  # type: ignore[attr-defined]
+    def __init__(self) -> None:
+        self.child: spawner.Child | None = None
         self.groups = _Groups()
         self._killed = threading.Event()
 
     def kill(self) -> None:
         """Kill the child, what it started in its own group, and the ctx.run groups."""
         self._killed.set()
-        pid = self.proc.pid
-        if pid is not None:
+        child = self.child
+        pid = child.proc.pid if child is not None else None
+        if child is not None and pid is not None:
             with suppress(ValueError):
                 kill_process_group(pid, signal.SIGKILL)
             with suppress(OSError, ValueError, AttributeError):
-                self.proc.kill()
+                child.proc.kill()
         self.groups.kill()
 
-    def run(self, name: str, job: dict[str, Any], timeout: float) -> VerifierResult:
+    def run(
+        self, mp: BaseContext, name: str, job: dict[str, Any], timeout: float
+    ) -> VerifierResult:
         started = time.monotonic()
         try:
-            self.proc.start()
+            child = self.child = spawner.take_child(mp, min(spawner.SPARE_WAIT, timeout))
         except Exception as exc:  # noqa: BLE001 - any start failure is a crash, not a pass
             return VerifierResult.failure(
                 name, Mode.CRASH, f"could not start the verifier's process: {exc}"
             )
-        finally:
-            self.child_end.close()
         deadline = started + timeout
         job["deadline"] = time.time() + max(0.0, deadline - time.monotonic())
-        with suppress(OSError):  # the child is gone already: reported as a crash below
-            self.parent.send(job)
+        delivered = False
         try:
-            return self._wait(name, job, timeout, started, deadline)
+            with suppress(OSError):  # the child is gone already: reported as a crash below
+                child.conn.send(job)
+            spawner.refill(mp)  # the next call's child starts while this one runs
+            result, delivered = self._wait(child, name, job, timeout, started, deadline)
+            return result
         except BaseException:
             self.kill()  # Ctrl-C while waiting: no grace for the child
             raise
         finally:
-            self._reap()
+            self._reap(child, delivered)
 
     def _wait(
-        self, name: str, job: dict[str, Any], timeout: float, started: float, deadline: float
-    ) -> VerifierResult:
+        self,
+        child: spawner.Child,
+        name: str,
+        job: dict[str, Any],
+        timeout: float,
+        started: float,
+        deadline: float,
+    ) -> tuple[VerifierResult, bool]:
+        """The call's result, and whether the child delivered it (it then has nothing
+        left to do but exit)."""
         output = str(job["output"])
+        conn, proc = child.conn, child.proc
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._killed.is_set():
@@ -204,13 +204,13 @@ class _ProcessCall:
                     ),
                     duration=time.monotonic() - started,
                     output=tail,
-                )
-            ready = multiprocessing.connection.wait([self.parent, self.proc.sentinel], remaining)
-            if self.parent in ready or (ready and self.parent.poll(0)):
+                ), False
+            ready = multiprocessing.connection.wait([conn, proc.sentinel], remaining)
+            if conn in ready or (ready and conn.poll(0)):
                 try:
-                    message = self.parent.recv()
+                    message = conn.recv()
                 except (EOFError, OSError):
-                    return self._crash(name, output, started)
+                    return self._crash(child, name, output, started), False
                 kind = message[0] if isinstance(message, tuple) and message else None
                 if kind == "started":
                     self.groups.started(int(message[1]))
@@ -218,22 +218,24 @@ class _ProcessCall:
                     self.groups.finished(int(message[1]))
                 elif kind == "result":
                     duration = time.monotonic() - started
-                    return _decode(name, message[1], duration, _read_tail(output))
+                    return _decode(name, message[1], duration, _read_tail(output)), True
                 elif kind == "internal":
                     return VerifierResult.failure(
                         name,
                         Mode.ERROR,
                         f"pytest-vgate: internal error in the verifier child: {message[1]}",
                         duration=time.monotonic() - started,
-                    )
+                    ), True
                 continue
             if ready:  # the sentinel alone: the child exited without a result
-                return self._crash(name, output, started)
+                return self._crash(child, name, output, started), False
 
-    def _crash(self, name: str, output: str, started: float) -> VerifierResult:
+    def _crash(
+        self, child: spawner.Child, name: str, output: str, started: float
+    ) -> VerifierResult:
         with suppress(BaseException):  # the exit status only improves the message
-            self.proc.join(EXIT_GRACE)
-        code = self.proc.exitcode
+            child.proc.join(EXIT_GRACE)
+        code = child.proc.exitcode
         if code is not None and code < 0:
             try:
                 how = f"was killed by {signal.Signals(-code).name}"
@@ -251,14 +253,19 @@ class _ProcessCall:
             name, Mode.CRASH, bounded(detail), duration=time.monotonic() - started, output=tail
         )
 
-    def _reap(self) -> None:
-        """Leave nothing behind: the child (given a moment to exit), its groups, the pipe."""
-        if self.proc.pid is not None:
-            multiprocessing.connection.wait([self.proc.sentinel], EXIT_GRACE)
-            self.kill()  # the child is exited-but-unreaped here, so its pid names its group
-            self.proc.join(EXIT_GRACE)
+    def _reap(self, child: spawner.Child, delivered: bool) -> None:
+        """Leave nothing behind: the child, what it started in its group, the ctx.run
+        groups, the pipe. A child that delivered its answer has nothing left to do but
+        exit and is killed at once; any other one gets a moment to exit first."""
+        if child.proc.pid is not None:
+            if not delivered:
+                multiprocessing.connection.wait([child.proc.sentinel], EXIT_GRACE)
+            self.kill()  # before the child is reaped, so its pid still names its group
+            # Its exit status arrives through the forkserver; multiprocessing collects a
+            # late one when the next child starts.
+            child.proc.join(0 if delivered else EXIT_GRACE)
         with suppress(OSError):
-            self.parent.close()
+            child.conn.close()
 
 
 def _call_process(
@@ -267,11 +274,12 @@ def _call_process(
     fd, output = tempfile.mkstemp(prefix="vgate-verifier-", suffix=".out", dir=scratch)
     os.close(fd)
     job["output"] = output
-    call = _ProcessCall(multiprocessing_context())
+    job["cwd"] = os.getcwd()  # a spare child started before a chdir of ours
+    call = _ProcessCall()
     if cancel is not None:
         cancel._add(call)
     try:
-        return call.run(name, job, timeout)
+        return call.run(multiprocessing_context(), name, job, timeout)
     except BaseException:
         call.kill()  # Ctrl-C while waiting: kill the children first, then let it propagate
         raise
