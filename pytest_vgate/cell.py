@@ -1,19 +1,22 @@
 """The private environment of one check: a scratch "cell" directory and its variables.
 
 A check sees an empty environment plus a short allowlist, with ``HOME`` and ``TMPDIR``
-pointing into a per-check directory (mode 0700) that is removed afterwards, so checks
-cannot read the caller's secrets, share state with each other, or litter the machine.
+pointing into a per-check directory (mode 0700) that is emptied or removed afterwards,
+so checks cannot read the caller's secrets, share state with each other, or litter the
+machine.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 # Passed from the caller when present. Each is harmless and needed for a check to behave
@@ -25,6 +28,8 @@ from pathlib import Path
 # Everything else (tokens, credentials, proxies, HOME, ...) must be named by the gate.
 NESTED_ENV = "PYTEST_VGATE_NESTED"  # set in every check's environment
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+CELL_DIRS = ("home", "tmp")  # what a cell holds: HOME and TMPDIR
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @contextmanager
@@ -35,14 +40,173 @@ def check_cell(prefix: str = "vgate-", *, parent: Path | str | None = None) -> I
     raises or not and copes with read-only files and directories the check left; a
     failure to remove is a warning, never an exception that would mask the check's result.
     """
-    cell = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()  # mkdtemp: 0700
+    cell = _new_cell(prefix, parent)
     try:
-        os.chmod(cell, 0o700)
-        (cell / "home").mkdir(mode=0o700)
-        (cell / "tmp").mkdir(mode=0o700)
         yield cell
     finally:
         remove_tree(cell)
+
+
+def _new_cell(prefix: str, parent: Path | str | None) -> Path:
+    cell = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()  # mkdtemp: 0700
+    try:
+        os.chmod(cell, 0o700)
+        for name in CELL_DIRS:
+            os.mkdir(cell / name, 0o700)
+            os.chmod(cell / name, 0o700)  # whatever the umask
+    except BaseException:
+        remove_tree(cell)
+        raise
+    return cell
+
+
+def cell_is_clean(cell: Path | str) -> bool:
+    """Whether ``cell`` looks exactly as a fresh cell does to the next check.
+
+    The cell and its ``home/`` and ``tmp/`` are real directories (not symlinks) owned by
+    us with mode exactly 0700; the cell holds nothing but those two, and they hold
+    nothing at all (no entries, no ``user.*`` extended attributes). Read through file
+    descriptors opened without following symlinks, so a swapped path is not trusted.
+    """
+    fds: list[int] = []
+    try:
+        fds.append(os.open(cell, _OPEN_DIR))
+        if not _private_dir(fds[0]) or sorted(_names(fds[0])) != list(CELL_DIRS):
+            return False
+        for name in CELL_DIRS:
+            fds.append(os.open(name, _OPEN_DIR, dir_fd=fds[0]))
+            if not _private_dir(fds[-1]) or _names(fds[-1]):
+                return False
+        return True
+    except OSError:  # vanished, replaced by a symlink or a file, unreadable: not clean
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _private_dir(fd: int) -> bool:
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o700:
+        return False
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return False
+    return not _user_xattrs(fd)
+
+
+def _names(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return [entry.name for entry in entries]
+
+
+def _user_xattrs(fd: int) -> bool:
+    if not hasattr(os, "listxattr"):
+        return False
+    try:
+        names = os.listxattr(fd)
+    except OSError:  # the file system has no extended attributes
+        return False
+    return any(name.startswith("user.") for name in names)
+
+
+class CellPool:
+    """Cells reused between checks of one process: a clean cell is reused, a dirty one goes.
+
+    Making and removing a cell costs several directory operations per check (``rmdir``
+    alone can take milliseconds); a check that leaves ``home/`` and ``tmp/`` empty
+    leaves nothing to remove, so its cell can serve the next check. A cell is tested
+    with ``cell_is_clean`` when it is taken for a check -- after anything that might
+    have written to it since its last check, late writers included -- and a cell that
+    fails is removed there and then, and the check gets a new one: a check never sees
+    another check's files. Idle cells, clean or not, are removed at interpreter exit (and
+    a cell given back after that is removed, not kept); a forked child starts with an
+    empty pool and never touches its parent's cells.
+    """
+
+    def __init__(
+        self, prefix: str = "vgate-", *, parent: Path | str | None = None, keep: int = 4
+    ) -> None:
+        self.prefix = prefix
+        self.parent = parent
+        self.keep = keep  # idle cells kept at most (one per concurrent check)
+        self._lock = threading.Lock()
+        self._idle: list[tuple[Path, str]] = []  # (cell, the folder it was made in)
+        self._pid = os.getpid()
+        self._shut = False  # after interpreter exit began: nothing is kept any more
+        atexit.register(self._shutdown)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    @contextmanager
+    def cell(self) -> Iterator[Path]:
+        """A cell that looks exactly as a new ``check_cell`` one; kept for reuse after."""
+        owner = os.getpid()
+        cell, made_in = self._take()
+        try:
+            yield cell
+        finally:
+            if os.getpid() == owner:  # a forked child leaves its parent's cell alone
+                self._give_back(cell, made_in)
+
+    def idle(self) -> tuple[Path, ...]:
+        with self._lock:
+            return tuple(cell for cell, _ in self._idle)
+
+    def close(self) -> None:
+        """Remove the idle cells (registered with ``atexit``); the pool stays usable."""
+        with self._lock:
+            idle, self._idle = (self._idle, []) if os.getpid() == self._pid else ([], [])
+        for cell, _ in idle:
+            remove_tree(cell)
+
+    def _shutdown(self) -> None:
+        self._shut = True
+        self.close()
+
+    def _folder(self) -> str:
+        return os.fspath(self.parent) if self.parent is not None else tempfile.gettempdir()
+
+    def _take(self) -> tuple[Path, str]:
+        folder = self._folder()
+        while True:
+            with self._lock:
+                cell, made_in = self._idle.pop() if self._idle else (None, "")
+            if cell is None:
+                return _new_cell(self.prefix, folder), folder
+            try:
+                reusable = made_in == folder and cell_is_clean(cell)
+            except BaseException:  # an interrupt: the cell is no longer in the pool
+                remove_tree(cell)
+                raise
+            if reusable:
+                return cell, made_in
+            remove_tree(cell)
+
+    def _give_back(self, cell: Path, made_in: str) -> None:
+        with self._lock:
+            if len(self._idle) < self.keep and os.getpid() == self._pid and not self._shut:
+                self._idle.append((cell, made_in))
+                return
+        remove_tree(cell)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = []
+        self._pid = os.getpid()
+
+
+_POOL: CellPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def pooled_cell() -> AbstractContextManager[Path]:
+    """A cell from this process's pool: what the runner gives every command check."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = CellPool()
+    return _POOL.cell()
 
 
 def remove_tree(path: Path) -> None:

@@ -8,7 +8,6 @@ into a failure whose text is the core's report.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from pytest_vgate.outcome import decide, evaluate_gate
 from pytest_vgate.runner import RunContext, run_verifier
 from pytest_vgate.session import resources
-from pytest_vgate.spec import Gate, GatesFileError, GateType, load_gates_file
+from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import VerifierTarget
@@ -48,7 +47,7 @@ class GatesFileNode(pytest.File):
     """A gates file given with ``--vgate``: collects one item per gate, in file order."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        loaded = load_gates_file(self.path)
+        loaded = resources(self.config).gates_file(self.path)
         self.gates_file = loaded
         for gate in loaded.gates:
             problem = declared_tool_error(gate.argv, gate.tools)
@@ -101,11 +100,13 @@ class GateItem(VgateItem):
 
     def evaluate(self) -> dict[str, Any]:
         res = resources(self.config)
+        caller_env, sys_path = res.run_basics()
         ctx = RunContext(
             root=self.gate.root,
             default_timeout=res.default_timeout(self),
+            caller_env=caller_env,
             inventory=res.inventory_for(self.gate.root),
-            sys_path=tuple(sys.path),
+            sys_path=sys_path,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
@@ -132,11 +133,13 @@ class VerifierItem(VgateItem):
 
     def evaluate(self) -> dict[str, Any]:
         res = resources(self.config)
+        caller_env, sys_path = res.run_basics()
         ctx = RunContext(
             root=self.config.rootpath,
             default_timeout=res.default_timeout(self),
+            caller_env=caller_env,
             inventory=res.inventory_for(self.config.rootpath),
-            sys_path=tuple(sys.path),
+            sys_path=sys_path,
         )
         gate = Gate(
             id=self.name,

@@ -20,7 +20,7 @@ from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings, add_options, read_settings
 from pytest_vgate.session import RESOURCES, Resources, is_worker
-from pytest_vgate.spec import GatesFile, GatesFileError, GateType, load_gates_file
+from pytest_vgate.spec import GatesFile, GatesFileError, GateType
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
                     f"pytest-vgate: {path} is a folder; name a gates file or a document"
                 )
         _add_collection_args(config, settings)
-        loaded = _load_quietly(settings)
+        loaded = _load_quietly(res)
         res.cache["loaded"] = loaded
     if is_worker(config):
         _adopt_controller_resources(config, res)
@@ -84,12 +84,12 @@ def _add_collection_args(config: pytest.Config, settings: Settings) -> None:
             config.args.append(str(path))
 
 
-def _load_quietly(settings: Settings) -> list[GatesFile]:
+def _load_quietly(res: Resources) -> list[GatesFile]:
     """Load gates files for session-wide work; errors are reported by collection instead."""
     loaded = []
-    for path in settings.gates_files:
+    for path in res.settings.gates_files:
         try:
-            loaded.append(load_gates_file(path))
+            loaded.append(res.gates_file(path))
         except GatesFileError:
             continue
     return loaded

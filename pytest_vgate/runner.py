@@ -8,6 +8,7 @@ an error.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import traceback
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.cell import build_env, check_cell
+from pytest_vgate.cell import build_env, pooled_cell
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
 from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping
 from pytest_vgate.tools import ToolInventory, toolchain_bin
@@ -119,7 +120,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         )
     timeout = gate_timeout(gate, ctx)
     tool_id = gate.argv[0]
-    cwd = (ctx.root / gate.cwd).resolve()
+    cwd, toolchain = _gate_dirs(ctx.root, gate.cwd)
     if not cwd.is_dir():
         return Verdict.failed(
             Mode.CRASH, f"the check's folder {cwd} does not exist", command=gate.argv
@@ -154,18 +155,28 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         )
     record = check.entry.record()
     argv = (check.entry.path, *gate.argv[1:])
-    with check_cell() as cell:
+    with pooled_cell() as cell:
         env = build_env(
             cell,
             pass_names=gate.env.pass_names,
             set_values=dict(gate.env.set_values),
             caller_env=ctx.caller_env,
-            path_prefix=[str(toolchain_bin(ctx.root))],
+            path_prefix=(toolchain,),
         )
         result = run_process(
             argv, cwd=cwd, env=env, timeout=timeout, capture_limit=ctx.capture_limit
         )
     return verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+
+
+@functools.lru_cache(maxsize=1024)
+def _gate_dirs(root: Path, cwd: str) -> tuple[Path, str]:
+    """A gate's resolved cwd and its root's toolchain folder, worked out once per process.
+
+    Whether the cwd still is a folder is checked by every run; a symlinked cwd that is
+    re-pointed during the session keeps the target it had when first resolved.
+    """
+    return (root / cwd).resolve(), str(toolchain_bin(root))
 
 
 def verdict_from_process(

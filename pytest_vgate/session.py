@@ -6,8 +6,12 @@ citation fixes) and hands plain values to xdist workers through ``workerinput``.
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -16,7 +20,7 @@ from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings
 from pytest_vgate.proof import Evidence
-from pytest_vgate.spec import Gate
+from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
 from pytest_vgate.tools import ToolInventory
 
 
@@ -28,8 +32,23 @@ class Resources:
     tree_states: dict[str, TreeState] = field(default_factory=dict)  # by gates root
     fixed_citations: dict[str, str] = field(default_factory=dict)  # new node name -> old
     warnings: list[str] = field(default_factory=list)
+    gates_files: dict[Path, GatesFile | GatesFileError] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)  # per-process caches (checkers...)
     results: list[dict[str, Any]] = field(default_factory=list)  # controller: payloads seen
+    caller_env: Mapping[str, str] | None = None  # see run_basics()
+    sys_path: tuple[str, ...] | None = None
+
+    def run_basics(self) -> tuple[Mapping[str, str], tuple[str, ...]]:
+        """The caller's environment and ``sys.path`` every check of this process runs with.
+
+        Copied once, when the first gate or verifier of the process runs: after
+        collection, so what conftest files and plugins set up is in; what tests change
+        later (a leaked ``os.environ`` entry) no longer reaches the checks.
+        """
+        if self.caller_env is None or self.sys_path is None:
+            self.caller_env = MappingProxyType(dict(os.environ))
+            self.sys_path = tuple(sys.path)
+        return self.caller_env, self.sys_path
 
     def default_timeout(self, item: pytest.Item) -> float:
         """--vgate-timeout, else pytest-timeout's timeout for this item, else 60 s."""
@@ -39,6 +58,20 @@ class Resources:
         if isinstance(claimed, (int, float)) and claimed > 0:
             return float(claimed)
         return self.settings.timeout
+
+    def gates_file(self, path: Path) -> GatesFile:
+        """Load a gates file once per process; its error, too, is kept and raised again."""
+        key = path.resolve()
+        loaded = self.gates_files.get(key)
+        if loaded is None:
+            try:
+                loaded = load_gates_file(key)
+            except GatesFileError as exc:
+                loaded = exc
+            self.gates_files[key] = loaded
+        if isinstance(loaded, GatesFileError):
+            raise loaded
+        return loaded
 
     def inventory_for(self, root: Path) -> ToolInventory | None:
         return self.inventories.get(str(root))

@@ -48,8 +48,12 @@ def _write_gates(tr: pytest.TerminalReporter, gates: Mapping[str, Mapping[str, A
         tr.write_line("failed gates:")
         for nodeid, p in failed:
             cause = f" ({p['cause']})" if p.get("cause") else ""
-            detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())[:200]
+            detail = _shorten(" ".join(str(p.get("detail") or p.get("rbg_reason") or "").split()))
             tr.write_line(f"  {nodeid}: {p.get('mode')}{cause} - {detail}", red=True)
+
+
+def _shorten(text: str, width: int = 200) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def _mode_rank(mode: str) -> int:

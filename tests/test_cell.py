@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, build_env, check_cell
+from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV, build_env, check_cell
 from pytest_vgate.process import run_process
 
 PY = sys.executable
@@ -155,6 +155,7 @@ def test_allowlist_only(tmp_path: Path) -> None:
         "TZ": "UTC",
         "HOME": str(tmp_path / "home"),
         "TMPDIR": str(tmp_path / "tmp"),
+        NESTED_ENV: "1",
     }
 
 

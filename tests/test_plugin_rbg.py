@@ -136,6 +136,7 @@ def test_base_ref_gives_every_status(
     # Without the overlay the fix's test does not exist on the base: pytest exit 4.
     assert gates["add-no-overlay"]["base"]["exit_code"] == 4
     assert "exit 4" in gates["add-no-overlay"]["rbg_reason"]
+    assert "overlay: [tests/]" in gates["add-no-overlay"]["rbg_reason"]  # the hint
     assert gates["imports"]["base"]["exit_code"] == 0
     assert gates["neg-kept"]["base"]["exit_code"] == 0
 

@@ -199,9 +199,58 @@ def test_env_is_exactly_what_was_passed(monkeypatch: pytest.MonkeyPatch) -> None
     assert r.stdout == "VGATE_FAKE_SECRET=hunter2\n"
 
 
-def test_runs_in_its_own_session() -> None:
-    r = py("import os; print(os.getsid(0) == os.getpid() == os.getpgrp())")
+def test_runs_in_its_own_process_group() -> None:
+    r = py("import os; print(os.getpid() == os.getpgrp() != os.getpgid(os.getppid()))")
     assert r.stdout == "True\n"
+
+
+# The check tries to open its controlling terminal; the caller runs it without one
+# (after setsid) or as the session leader of a pseudo-terminal (pty.fork).
+OPEN_TTY = (
+    "import os\n"
+    "try:\n    os.close(os.open('/dev/tty', os.O_RDONLY | os.O_NOCTTY)); print('tty')\n"
+    "except OSError as e:\n    print('no tty', e.errno)\n"
+)
+CALLER = """
+import os, pty, sys
+from pytest_vgate.process import run_process, caller_has_terminal
+def check():
+    r = run_process([sys.executable, "-c", sys.argv[1]], cwd=".", env={}, timeout=30)
+    return f"caller tty={caller_has_terminal()} check: {r.stdout.strip()} {r.stderr.strip()}"
+if sys.argv[2] == "none":
+    pid = os.fork()  # a group leader cannot setsid: its child can
+    if pid == 0:
+        os.setsid()
+        os.write(1, (check() + "\\n").encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+else:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.write(1, (check() + "\\n").encode())
+        os._exit(0)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the pty child is gone
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    print(out.decode().strip())
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/tty"), reason="needs /dev/tty")
+@pytest.mark.parametrize("caller", ["none", "pty"])
+def test_a_check_never_has_a_controlling_terminal(caller: str) -> None:
+    env = {**ENV, "PYTHONPATH": str(REPO)}
+    r = py(CALLER, OPEN_TTY, caller, env=env, timeout=60)
+    assert r.exit_code == 0, r.stderr
+    has = "True" if caller == "pty" else "False"
+    assert r.stdout.strip() == f"caller tty={has} check: no tty {errno.ENXIO}", r.stderr
 
 
 # --- bounded capture ---------------------------------------------------------------------
@@ -331,6 +380,18 @@ def test_background_process_that_closed_its_pipes_is_killed(tmp_path: Path) -> N
     r = run("sh", "-c", f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}", timeout=30)
     assert (r.exit_code, r.timed_out) == (0, False)
     assert wait_gone(read_pid(pidfile))
+
+
+def test_exit_after_closing_the_pipes_is_waited_for_and_cleans_up(
+    tmp_path: Path, exit_detection: str
+) -> None:
+    """Pipes close first, the exit comes later: its code counts, its group is killed."""
+    pidfile = tmp_path / "gc.pid"
+    script = f"exec >/dev/null 2>&1; sleep 300 & echo $! > {pidfile}; sleep 0.3; exit 3"
+    r = run("sh", "-c", script, timeout=30)
+    assert (r.exit_code, r.timed_out) == (3, False)
+    assert r.duration < 10  # not the 30 s deadline
+    assert wait_gone(read_pid(pidfile)), "the background process outlived the run"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pytest_vgate.evidence.record import Record, judge_red, parse_time
+from pytest_vgate.evidence.record import Record, judge_red, parse_time, runs_pytest
 from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Rbg
 
@@ -131,10 +131,16 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
             reason=f"red on the base ({_describe(base)}), green now",
             red_evidence=base,
         )
+    hint = ""
+    if not gate.overlay and base.exit_code in (4, 5) and runs_pytest(gate.argv):
+        hint = (
+            "; if the test is new in this change, carry it onto the base with "
+            "`overlay: [tests/]` (the test files that encode the requirement)"
+        )
     return RbgResult(
         Rbg.WEAK_RED,
         ok=False,
-        reason=f"red on the base for the wrong reason: {why}",
+        reason=f"red on the base for the wrong reason: {why}{hint}",
         mode=Mode.FAIL,
         cause=_weak_cause(base),
     )
