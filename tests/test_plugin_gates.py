@@ -356,3 +356,41 @@ def test_gate_options_without_gates_warn(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-require-red")
     result.assert_outcomes(passed=1, warnings=1)
     assert "--vgate-require-red has no effect without --vgate" in result.stdout.str()
+
+
+BAD_FILES = {
+    "syntax": ("gates:\n  - id: a\n    check: [unclosed\n", "gates.yaml:4", "from line 3"),
+    "unknown-key": ("gates:\n  - id: a\n    chek: true\n", "gates.yaml:3", "[chek]"),
+    "duplicate-id": (
+        "gates:\n  - id: a\n    check: x\n  - id: a\n    check: y\n",
+        "gates.yaml:4",
+        "[id]",
+    ),
+    "wrong-type": (
+        "gates:\n  - id: a\n    check: x\n    timeout: ten\n",
+        "gates.yaml:4",
+        "[timeout]",
+    ),
+    "hostile-path": (
+        "gates:\n  - id: a\n    check: x\n    cwd: ../../etc\n",
+        "gates.yaml:4",
+        "[cwd]",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_FILES))
+def test_a_bad_gates_file_is_a_collection_error_naming_file_line_and_key(
+    pytester: pytest.Pytester, dist_args: list[str], kind: str
+) -> None:
+    text, where, key = BAD_FILES[kind]
+    (pytester.path / "gates.yaml").write_text(text, encoding="utf-8")
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", *dist_args
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED), out
+    assert where in out, out
+    assert key is None or key in out, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out

@@ -11,7 +11,7 @@ import math
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -192,12 +192,7 @@ def rel_paths(key: str, value: Any) -> tuple[str, ...]:
             f"`{key}` must be a list of paths relative to the root, got {describe(value)}; "
             f'e.g. `{key}: ["tests/"]`'
         )
-    result: list[str] = []
-    for index, item in enumerate(value):
-        path = rel_path(key, item, _item_line(value, index))
-        if path not in result:
-            result.append(path)
-    return tuple(result)
+    return _unique_items(key, value, rel_path)
 
 
 def env(key: str, value: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -334,9 +329,14 @@ def verifier_refs(key: str, value: Any) -> tuple[str, ...]:
             f"`{key}` must be a non-empty list of `module:function` entries, got "
             f"{describe(value)}; e.g. `{key}: [checks:first, checks:second]`"
         )
-    result: list[str] = []
+    return _unique_items(key, value, verifier_ref)
+
+
+def _unique_items(
+    key: str, value: list[Any], parse: Callable[[str, Any, int | None], str]
+) -> tuple[str, ...]:
+    """Each list item parsed (errors name the item's own line), duplicates dropped."""
+    result: dict[str, None] = {}
     for index, item in enumerate(value):
-        ref = verifier_ref(key, item, _item_line(value, index))
-        if ref not in result:
-            result.append(ref)
+        result[parse(key, item, _item_line(value, index))] = None
     return tuple(result)
