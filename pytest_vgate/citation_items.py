@@ -22,11 +22,10 @@ from pytest_vgate.citations import (
 )
 from pytest_vgate.citations.files import SNIFF_BYTES
 from pytest_vgate.citations.parse import decode_document
+from pytest_vgate.items import MARKER, VgateFailure, failure_text
 from pytest_vgate.session import Resources, resources
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import CitationStatus
-
-MARKER = "vgate"
 
 
 def checker_for(res: Resources, root: Path) -> CitationChecker:
@@ -36,10 +35,6 @@ def checker_for(res: Resources, root: Path) -> CitationChecker:
         checker = res.cache[key] = CitationChecker(root)
     assert isinstance(checker, CitationChecker)
     return checker
-
-
-class CitationFailure(Exception):
-    """A citation that is not verified; its text is the whole failure report."""
 
 
 class CitationItem(pytest.Item):
@@ -78,14 +73,10 @@ class CitationItem(pytest.Item):
             if value:
                 self.user_properties.append((name, value))
         if not result.ok:
-            raise CitationFailure(format_citation_report(result, source))
+            raise VgateFailure(format_citation_report(result, source))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, CitationFailure):
-            from pytest_vgate.items import junit_safe
-
-            return junit_safe(str(excinfo.value))
-        return super().repr_failure(excinfo)
+        return failure_text(excinfo) or super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.citation.document, self.citation.line - 1, f"citation {self.name}"

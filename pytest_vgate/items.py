@@ -29,7 +29,7 @@ class VgateFailure(Exception):
     """A failed gate, verifier or citation; its text is the whole failure report."""
 
 
-def _failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+def failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
     if isinstance(excinfo.value, VgateFailure):
         return junit_safe(str(excinfo.value))
     return None
@@ -56,9 +56,12 @@ class GatesFileNode(pytest.File):
             item = GateItem.from_parent(self, name=gate.id, gate=gate)
             item.add_marker(MARKER)
             yield item
-        for document in loaded.citations:
-            from pytest_vgate.citation_items import collect_document_citations
+        if not loaded.citations:
+            return
+        # Imported here: citation_items builds on this module's failure type.
+        from pytest_vgate.citation_items import collect_document_citations
 
+        for document in loaded.citations:
             yield from collect_document_citations(self, document, loaded.root)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
@@ -88,7 +91,7 @@ class VgateItem(pytest.Item):
             raise VgateFailure(payload["report"])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        return _failure_text(excinfo) or super().repr_failure(excinfo)
+        return failure_text(excinfo) or super().repr_failure(excinfo)
 
 
 class GateItem(VgateItem):

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
+from pytest_vgate.citation_items import CitationDocumentNode, CitationItem
 from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings, add_options, read_settings
@@ -49,7 +50,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 )
         _add_collection_args(config, settings)
         loaded = _load_quietly(res)
-        res.cache["loaded"] = loaded
     if is_worker(config):
         _adopt_controller_resources(config, res)
     else:
@@ -144,8 +144,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if resolved in res.settings.gates_files:
         return _items.GatesFileNode.from_parent(parent, path=file_path)
     if resolved in res.settings.cite_files:
-        from pytest_vgate.citation_items import CitationDocumentNode
-
         return CitationDocumentNode.from_parent(parent, path=file_path)
     return None
 
@@ -154,14 +152,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     res = config.stash.get(RESOURCES, None)
     if res is None or not res.settings.enabled:
         return None
-    loaded: list[GatesFile] = res.cache.get("loaded", [])
     lines = []
     for path in res.settings.gates_files:
-        count = next((len(g.gates) for g in loaded if g.path == path), None)
+        loaded = res.gates_files.get(path.resolve())
         shown = _rel(path, config.rootpath)
         lines.append(
-            f"vgate: {shown} ({count} gates)"
-            if count is not None
+            f"vgate: {shown} ({len(loaded.gates)} gates)"
+            if isinstance(loaded, GatesFile)
             else f"vgate: {shown} (invalid: see collection errors)"
         )
     for path in res.settings.cite_files:
@@ -203,8 +200,6 @@ def pytest_pycollect_makeitem(
 
 
 def _is_vgate_item(item: pytest.Item) -> bool:
-    from pytest_vgate.citation_items import CitationItem
-
     return isinstance(item, (_items.VgateItem, CitationItem))
 
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate import Mode, run_oracle_check
+from pytest_vgate.spec import GATE_KEYS
 
 PY = shlex.quote(sys.executable)
 # Checks are drawn from a safe vocabulary: arbitrary text would run arbitrary programs.
@@ -29,24 +30,7 @@ JSONISH = st.recursive(
     ),
     max_leaves=8,
 )
-KEYS = [
-    "id",
-    "type",
-    "claim",
-    "expect",
-    "timeout",
-    "cwd",
-    "env",
-    "tools",
-    "red",
-    "red_exit",
-    "overlay",
-    "inputs",
-    "stale_at",
-    "verifiers",
-    "junk",
-    "verification_type",
-]
+KEYS = [*sorted(GATE_KEYS - {"check"}), "verification_type", "junk"]  # and one unknown
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
