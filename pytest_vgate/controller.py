@@ -114,12 +114,17 @@ class Controller:
         write_summary(terminalreporter, self.payloads, self.res)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_vgate.report import write_json_report
+        from pytest_vgate.extending import adjustment_warnings, emit_report
+        from pytest_vgate.report import build_report, write_json_report
 
+        report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
         if self.res.settings.report is not None:
-            warning = write_json_report(self.res.settings.report, list(self.payloads.values()))
+            warning = write_json_report(self.res.settings.report, report)
             if warning:
                 self.res.warnings.append(warning)
+        self.res.warnings.extend(adjustment_warnings(self.payloads))
+        # Exporters (ours included) get the report once, here, on the controller.
+        self.res.warnings.extend(emit_report(self.config, report, self.res.settings.timeout))
         self._record_evidence()
 
     def _record_evidence(self) -> None:

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate.extending import adjust, judge_for
 from pytest_vgate.outcome import decide, evaluate_gate
-from pytest_vgate.runner import RunContext, run_verifier
+from pytest_vgate.report import check_targets
+from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_verifier
 from pytest_vgate.session import resources
 from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.tools import declared_tool_error
@@ -110,10 +112,11 @@ class GateItem(VgateItem):
             caller_env=caller_env,
             inventory=res.inventory_for(self.gate.root),
             sys_path=sys_path,
+            judge=judge_for(self) if self.gate.type in JUDGMENT_TYPES else None,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
-        return evaluate_gate(
+        payload = evaluate_gate(
             self.gate,
             ctx,
             strict=res.settings.strict,
@@ -121,6 +124,8 @@ class GateItem(VgateItem):
             base_ctx=base_ctx,
             require_red=res.settings.require_red,
         ).to_payload()
+        payload["targets"] = check_targets(self.gate, self.gate.root)
+        return adjust(self, self.gate, payload)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.path, max(self.gate.line - 1, 0), f"vgate: {self.gate.id}"
@@ -155,7 +160,7 @@ class VerifierItem(VgateItem):
         )
         payload = decide(gate, run_verifier(self.target, ctx)).to_payload()
         payload["kind"] = "verifier"
-        return payload
+        return adjust(self, gate, payload)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.path, max(self.line - 1, 0), f"verifier: {self.name}"

@@ -19,6 +19,7 @@ from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentNode, CitationItem
 from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
+from pytest_vgate.extending import add_export_options, register_exporters
 from pytest_vgate.options import Settings, add_options, read_settings
 from pytest_vgate.session import RESOURCES, Resources, is_worker
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
@@ -31,6 +32,13 @@ MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytes
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_export_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_vgate import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,6 +130,7 @@ def _prepare_controller_resources(
         )
     controller = Controller(config, res, loaded)
     config.pluginmanager.register(controller, "vgate-controller")
+    register_exporters(config)
     controller.prepare()
 
 

@@ -1,19 +1,26 @@
 """The JSON report (``--vgate-report``): every gate and citation of the session.
 
-Field names are public (DESIGN.md). Writing is atomic (temp file + rename), and a
-report that cannot be written is a warning, never a failed session.
+Field names are public (DESIGN.md); ``report.schema.json`` (shipped in the package)
+describes them and ``version`` says which schema a report follows. The same document is
+what ``pytest_vgate_report`` hands to exporters. Writing is atomic (temp file + rename),
+and a report that cannot be written is a warning, never a failed session.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-REPORT_VERSION = 1
+from pytest_vgate.spec import Gate
+from pytest_vgate.verdict import CitationStatus, Mode, Rbg
+
+REPORT_VERSION = 2
+SCHEMA = "report.schema.json"
 
 GATE_FIELDS = (
     "id",
@@ -40,10 +47,18 @@ GATE_FIELDS = (
     "source",
     "nodeid",
     "ok",
+    "strict_failure",
+    "tree_label",
+    "targets",
+    "adjustments",
 )
+MAX_TARGETS = 5
 
 
-def build_report(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def build_report(
+    payloads: Sequence[Mapping[str, Any]], *, rootdir: Path | None = None
+) -> dict[str, Any]:
+    """The report of a session from its items' payloads (in any order)."""
     gates = []
     citations = []
     for payload in payloads:
@@ -54,7 +69,63 @@ def build_report(payloads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             entry["kind"] = payload.get("kind", "gate")
             gates.append(entry)
     citations.sort(key=_document_order)  # xdist delivers reports in any order
-    return {"version": REPORT_VERSION, "gates": gates, "citations": citations}
+    return {
+        "version": REPORT_VERSION,
+        "rootdir": str(rootdir) if rootdir is not None else None,
+        "summary": summarize(gates, citations),
+        "gates": gates,
+        "citations": citations,
+    }
+
+
+def gate_state(entry: Mapping[str, Any]) -> str:
+    """``passed``, ``skipped`` (judgment, not strict) or ``failed``."""
+    if entry.get("ok"):
+        return "passed"
+    if entry.get("mode") == Mode.JUDGMENT.value and not entry.get("strict_failure"):
+        return "skipped"
+    return "failed"
+
+
+def summarize(
+    gates: Sequence[Mapping[str, Any]], citations: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Counts for dashboards: gates by outcome, mode and rbg status, citations by status.
+
+    Every known mode, rbg status and citation status has a key (0 when absent), so a
+    consumer can read any of them without a default.
+    """
+    by_mode = dict.fromkeys((m.value for m in Mode), 0)
+    by_rbg = dict.fromkeys((r.value for r in Rbg), 0)
+    states = dict.fromkeys(("passed", "failed", "skipped"), 0)
+    adjustments = {"applied": 0, "ignored": 0}
+    for entry in gates:
+        mode = str(entry.get("mode"))
+        by_mode[mode] = by_mode.get(mode, 0) + 1
+        if entry.get("rbg"):
+            rbg = str(entry["rbg"])
+            by_rbg[rbg] = by_rbg.get(rbg, 0) + 1
+        states[gate_state(entry)] += 1
+        for note in entry.get("adjustments") or ():
+            action = str(note.get("action"))
+            adjustments[action] = adjustments.get(action, 0) + 1
+    by_status = dict.fromkeys((c.value for c in CitationStatus), 0)
+    fabrications = 0
+    for entry in citations:
+        status = str(entry.get("status"))
+        by_status[status] = by_status.get(status, 0) + 1
+        result = entry.get("result") or {}
+        if status == CitationStatus.FABRICATED.value or result.get("beyond_end"):
+            fabrications += 1
+    return {
+        "gates": {"total": len(gates), **states, "by_mode": by_mode, "by_rbg": by_rbg},
+        "citations": {
+            "total": len(citations),
+            "by_status": by_status,
+            "fabrications": fabrications,
+        },
+        "adjustments": adjustments,
+    }
 
 
 def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
@@ -62,10 +133,10 @@ def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
     return str(cited.get("document", "")), int(cited.get("offset", 0))
 
 
-def write_json_report(path: Path, payloads: Sequence[Mapping[str, Any]]) -> str | None:
+def write_json_report(path: Path, report: Mapping[str, Any]) -> str | None:
     """Write the report atomically; return a warning text instead of raising."""
     try:
-        data = json.dumps(build_report(payloads), indent=2, sort_keys=False, default=str)
+        data = json.dumps(report, indent=2, sort_keys=False, default=str)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".vgate-report-", dir=path.parent)
         try:
@@ -77,4 +148,53 @@ def write_json_report(path: Path, payloads: Sequence[Mapping[str, Any]]) -> str 
             raise
     except (OSError, TypeError, ValueError) as exc:
         return f"could not write the JSON report {path}: {exc}"
+    return None
+
+
+def check_targets(gate: Gate, root: Path) -> list[dict[str, Any]]:
+    """The files a gate's check names, with the line of the named test or function.
+
+    ``tests/test_x.py::TestY::test_z`` -> that file at ``def test_z``; a verifier
+    ``mod:func`` -> ``mod.py`` at ``def func``; for semantic gates, the file the check
+    text names (a rubric). Only existing files inside ``root``; at most ``MAX_TARGETS``.
+    Used for report locations (SARIF, annotations); never raises.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        real_root = os.path.realpath(root)
+        cwd = Path(real_root) / gate.cwd
+        words: list[tuple[str, str]] = []
+        for ref in gate.verifiers:
+            module, _, func = ref.partition(":")
+            base = module.replace(".", "/")
+            words += [(f"{base}.py", func), (f"{base}/__init__.py", func)]
+        tokens = gate.argv if gate.argv else tuple(gate.check.split())
+        for token in tokens:
+            path, _, rest = token.partition("::")
+            words.append((path, rest.rsplit("::", 1)[-1] if rest else ""))
+        for word, name in words:
+            if len(found) >= MAX_TARGETS or not word or word.startswith("-"):
+                continue
+            candidate = os.path.realpath(cwd / word)
+            if os.path.commonpath([real_root, candidate]) != real_root:
+                continue
+            if candidate in found or not os.path.isfile(candidate):
+                continue
+            found[candidate] = {"path": candidate, "line": _def_line(candidate, name)}
+    except (OSError, ValueError):
+        return list(found.values())
+    return list(found.values())
+
+
+def _def_line(path: str, name: str) -> int | None:
+    if not name.isidentifier():
+        return None
+    pattern = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                if pattern.match(line):
+                    return number
+    except OSError:
+        return None
     return None

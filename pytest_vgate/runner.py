@@ -45,6 +45,8 @@ class RunContext:
     inventory: ToolInventory | None = None
     capture_limit: int = DEFAULT_CAPTURE_LIMIT
     sys_path: tuple[str, ...] = ()
+    # Judges semantic/self_review gates (pytest_vgate_judge, see judging.py); None: no judge.
+    judge: Callable[[Gate, RunContext], Verdict | None] | None = None
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:
@@ -103,6 +105,9 @@ def _guarded(run: Callable[[], Verdict], what: str, argv: tuple[str, ...]) -> Ve
 
 def _dispatch(gate: Gate, ctx: RunContext) -> Verdict:
     if gate.type in JUDGMENT_TYPES:
+        judged = ctx.judge(gate, ctx) if ctx.judge is not None else None
+        if judged is not None:
+            return judged
         return Verdict(
             mode=Mode.JUDGMENT,
             detail=f"{gate.type.value} gates need a rubric and a judge, not re-execution",

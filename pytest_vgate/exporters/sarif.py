@@ -1,0 +1,192 @@
+"""SARIF 2.1.0 (``--vgate-sarif PATH``): failed gates and unverified citations, for code
+scanning.
+
+One result per failed gate (location: its line in the gates file, then the files its check
+names) and per citation that is not verified (location: the document line; related
+locations: where the code really is). Rule ids are ``gate-<mode>`` and
+``citation-<status>``; levels ``error``, and ``warning`` for a corrected citation. Paths
+inside the rootdir are relative to ``%SRCROOT%``. GitHub's upload limits are kept: at most
+25,000 results per run, worst first, and what was cut is said in the run's ``properties``
+and a tool notification. Core module: never imports pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.exporters.common import Finding, Place, findings, relative_uri
+from pytest_vgate.verdict import CitationStatus, Mode
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/pytest-vgate/pytest-vgate"
+MAX_RESULTS = 25_000  # GitHub: results per run
+MAX_LOCATIONS = 100  # GitHub keeps the first 100 locations (and related locations)
+ROOT_ID = "%SRCROOT%"
+
+GATE_RULES = {
+    mode.value: f"the gate's check ended with mode {mode.value} (docs/modes.md)"
+    for mode in Mode
+    if mode is not Mode.PASS
+}
+CITATION_RULES = {
+    CitationStatus.FABRICATED.value: "the cited file or line does not exist",
+    CitationStatus.DROPPED.value: "the cited code was not found where cited, nor elsewhere",
+    CitationStatus.CORRECTED.value: "the cited code moved: the line number drifted",
+}
+
+
+def _rules() -> list[dict[str, Any]]:
+    rules = []
+    for mode, text in GATE_RULES.items():
+        rules.append(
+            {
+                "id": f"gate-{mode}",
+                "name": f"Gate{mode.capitalize()}",
+                "shortDescription": {"text": f"gate failed: {mode}"},
+                "fullDescription": {"text": text},
+                "defaultConfiguration": {"level": "error"},
+                "helpUri": f"{INFORMATION_URI}/blob/main/docs/modes.md",
+                "properties": {"tags": ["vgate", "gate"]},
+            }
+        )
+    for status, text in CITATION_RULES.items():
+        rules.append(
+            {
+                "id": f"citation-{status}",
+                "name": f"Citation{status.capitalize()}",
+                "shortDescription": {"text": f"citation {status}"},
+                "fullDescription": {"text": text},
+                "defaultConfiguration": {
+                    "level": "warning" if status == CitationStatus.CORRECTED.value else "error"
+                },
+                "helpUri": f"{INFORMATION_URI}/blob/main/docs/citations.md",
+                "properties": {"tags": ["vgate", "citation"]},
+            }
+        )
+    return rules
+
+
+def _physical(place: Place, rootdir: str) -> dict[str, Any]:
+    uri = relative_uri(place.path, rootdir)
+    artifact: dict[str, str] = {"uri": Path(place.path).as_uri()}
+    if uri is not None:
+        artifact = {"uri": uri, "uriBaseId": ROOT_ID}
+    location: dict[str, Any] = {"artifactLocation": artifact}
+    if place.line is not None and place.line >= 1:
+        location["region"] = {"startLine": place.line}
+    return location
+
+
+def _result(finding: Finding, rule_index: int, rootdir: str) -> dict[str, Any]:
+    places = ([finding.where] if finding.where else []) + list(finding.targets)
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": rule_index,
+        "level": finding.level,
+        "message": {"text": f"{finding.title}\n{finding.message}"},
+        "locations": [
+            {"physicalLocation": _physical(place, rootdir)} for place in places[:MAX_LOCATIONS]
+        ],
+        "partialFingerprints": {
+            "vgateFinding/v1": hashlib.sha256(finding.key.encode()).hexdigest()[:32]
+        },
+        "properties": {k: v for k, v in finding.properties.items() if v is not None},
+    }
+    if finding.related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "physicalLocation": _physical(place, rootdir),
+                "message": {"text": place.label or "related"},
+            }
+            for number, place in enumerate(finding.related[:MAX_LOCATIONS], start=1)
+        ]
+    return result
+
+
+def _version() -> str:
+    try:
+        return metadata.version("pytest-vgate")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of one run from a vgate report; worst first, cut at ``max_results``."""
+    rootdir = str(report.get("rootdir") or os.getcwd())
+    rules = _rules()
+    index = {rule["id"]: number for number, rule in enumerate(rules)}
+    every = findings(report)
+    kept = every[: max(max_results, 0)]
+    left_out: Sequence[Finding] = every[len(kept) :]
+    cut_by_rule: dict[str, int] = {}
+    for finding in left_out:
+        cut_by_rule[finding.rule] = cut_by_rule.get(finding.rule, 0) + 1
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if left_out:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "level": "warning",
+                "descriptor": {"id": "vgate-results-cut"},
+                "message": {
+                    "text": f"{len(left_out)} of {len(every)} results left out (at most "
+                    f"{max_results} per run); the least severe went first: "
+                    + ", ".join(f"{rule} {n}" for rule, n in sorted(cut_by_rule.items()))
+                },
+            }
+        ]
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "pytest-vgate",
+                "version": _version(),
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }
+        },
+        "originalUriBaseIds": {ROOT_ID: {"uri": Path(rootdir).as_uri().rstrip("/") + "/"}},
+        "invocations": [invocation],
+        "results": [_result(f, index[f.rule], rootdir) for f in kept],
+        "properties": {
+            "vgate": {
+                "report_version": report.get("version"),
+                "results_total": len(every),
+                "results_written": len(kept),
+                "results_left_out": len(left_out),
+                "left_out_by_rule": cut_by_rule,
+                "summary": report.get("summary"),
+            }
+        },
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def write_sarif(path: Path, log: Mapping[str, Any]) -> None:
+    """Write atomically (temp file + rename); raises OSError, which the caller reports."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vgate-sarif-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(log, fh, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class SarifExporter:
+    """A ``pytest_vgate_report`` plugin: writes the SARIF log to ``path``."""
+
+    def __init__(self, path: Path, *, max_results: int = MAX_RESULTS) -> None:
+        self.path = path
+        self.max_results = max_results
+
+    def pytest_vgate_report(self, report: dict[str, Any]) -> None:
+        write_sarif(self.path, build_sarif(report, max_results=self.max_results))
