@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from helpers.junit import junit_cases
+from helpers.report import unchecked_reports
 
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}
+GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
+
+
+@pytest.fixture(autouse=True)
+def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions the suite starts never annotate the CI job that runs the suite."""
+    for name in GITHUB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _every_report_matches_its_schema(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test, every JSON report and SARIF file it left behind is validated
+    against report.schema.json / the SARIF 2.1.0 schema (a safety net under read_report)."""
+    yield
+    folders = {
+        getattr(value, "path", value)
+        for name, value in request.node.funcargs.items()
+        if name in ("pytester", "tmp_path")
+    }
+    problems = [p for folder in folders for p in unchecked_reports(folder)]
+    assert not problems, problems
 
 
 @pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from helpers.citation_repo import CORRECTED, DROPPED, FABRICATED, VERIFIED, Case, CitationRepo
 from helpers.citation_repo import make_citation_repo as _make_repo
+from helpers.report import read_report
 
 DOC = "docs/answer.md"
 RunVgate = Callable[..., tuple[pytest.RunResult, dict[str, dict[str, object]]]]
@@ -121,7 +122,7 @@ def test_cite_option_every_outcome(
     ]
     assert "citations rewritten by --vgate-fix" not in result.stdout.str()
     # the JSON report
-    data = json.loads(report.read_text(encoding="utf-8"))
+    data = read_report(report)
     by_node = {entry["nodeid"]: entry for entry in data["citations"]}
     assert list(by_node) == [f"{DOC}::{cite_name(key)}" for key in repo.cases]  # document order
     for key, case in repo.cases.items():

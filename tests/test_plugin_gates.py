@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.junit import junit_cases
+from helpers.report import read_report
 
 PY = shlex.quote(sys.executable)
 
@@ -252,7 +252,7 @@ def test_json_report(pytester: pytest.Pytester) -> None:
     pytester.runpytest_subprocess(
         "--vgate", "gates.yaml", "--vgate-report", "out/report.json", "-n", "2"
     )
-    data = json.loads((pytester.path / "out" / "report.json").read_text())
+    data = read_report(pytester.path / "out" / "report.json")
     by_id = {g["id"]: g for g in data["gates"]}
     assert by_id["good"]["mode"] == "pass" and by_id["good"]["stdout"] == "hello\n"
     assert by_id["bad"]["mode"] == "fail" and by_id["bad"]["exit_code"] == 4
@@ -316,7 +316,7 @@ def test_gigabyte_of_output_stays_bounded(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     peak_mib = int(probe.read_text()) / 1024
     assert peak_mib < 300, peak_mib
-    gate = json.loads((pytester.path / "r.json").read_text())["gates"][0]
+    gate = read_report(pytester.path / "r.json")["gates"][0]
     assert gate["stdout_bytes"] == 1 << 30
     assert len(gate["stdout"]) < 2 << 20
     assert os.path.getsize(pytester.path / "r.json") < 8 << 20
@@ -335,7 +335,7 @@ def test_ini_gates_are_not_run_again_by_a_check_that_runs_pytest(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-report", "r.json")
     result.assert_outcomes(passed=2)
-    gate = json.loads((pytester.path / "r.json").read_text())["gates"][0]
+    gate = read_report(pytester.path / "r.json")["gates"][0]
     assert "1 passed" in gate["stdout"]  # the inner session ran the plain test only
 
 

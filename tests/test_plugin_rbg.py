@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, make_bugfix_repo
 from helpers.junit import junit_cases
+from helpers.report import read_report
 
 PY = shlex.quote(sys.executable)
 # The fix's test, run from the gates root (``-m`` puts the cwd on sys.path). The inner
@@ -126,7 +127,7 @@ def test_base_ref_gives_every_status(
         assert (case["outcome"], case.get("vgate_rbg")) == (outcome, rbg), (gate_id, case)
         assert (case["vgate_mode"], case.get("vgate_cause")) == (mode, cause), (gate_id, case)
 
-    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
+    gates = {g["id"]: g for g in read_report(report)["gates"]}
     proven = gates["add-proven"]
     assert proven["rbg"] == "proven"
     assert proven["red"]["where"] == "base" and proven["red"]["base_ref"] == "HEAD~1"
@@ -254,7 +255,7 @@ def test_ledger_route_red_then_green(
         case = cases[gate_id]
         assert (case["outcome"], case["vgate_rbg"]) == (outcome, rbg), (gate_id, case)
         assert (case["vgate_mode"], case.get("vgate_cause")) == (mode, cause), (gate_id, case)
-    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
+    gates = {g["id"]: g for g in read_report(report)["gates"]}
     assert gates["add-fixed"]["red"]["tree"]["label"] == red_tree["label"]
     assert gates["add-fixed"]["red"]["exit_code"] == 1
     assert "stale_at" in gates["add-stale"]["rbg_reason"]

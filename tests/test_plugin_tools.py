@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from helpers.git_repo import git
 from helpers.junit import junit_cases
+from helpers.report import read_report
 from helpers.toolchain import FakeTool, make_tool, path_decoy, path_env, toolchain_tool
 
 from pytest_vgate.tools import toolchain_bin
@@ -40,7 +41,7 @@ def sha256(path: Path) -> str:
 
 
 def report_gates(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
-    data = json.loads((pytester.path / name).read_text())
+    data = read_report(pytester.path / name)
     return {g["id"]: g for g in data["gates"]}
 
 

@@ -29,6 +29,7 @@ from helpers.fail_closed_modules import (
     fault_test_module,
 )
 from helpers.junit import junit_cases
+from helpers.report import read_report
 from helpers.verifiers_modules import write_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,7 +46,7 @@ TESTS_FAILED = int(pytest.ExitCode.TESTS_FAILED)
 
 def report_of(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
     """The JSON report's gate/verifier entries by id."""
-    data = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    data = read_report(pytester.path / "report.json")
     return {str(entry["id"]): entry for entry in data["gates"]}
 
 
