@@ -41,6 +41,7 @@ class Finding:
     targets: tuple[Place, ...] = ()
     related: tuple[Place, ...] = ()
     key: str = ""  # stable identity across runs (for fingerprints)
+    detail: str = ""  # one line: what went wrong
     rank: tuple[int, int] = (0, 0)
     properties: dict[str, Any] = field(default_factory=dict)
 
@@ -94,6 +95,7 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
         where=where,
         targets=targets,
         key=f"{kind}:{name}",
+        detail=_clip(" ".join(lines[0].split()), 300),
         rank=(0, rank),
         properties={
             "id": name,
@@ -139,6 +141,7 @@ def _citation_finding(entry: Mapping[str, Any]) -> Finding | None:
         where=where,
         related=tuple(related[:100]),
         key=f"citation:{entry.get('source')}:{entry.get('citation')}",
+        detail=_clip(" ".join(" ".join(lines[1:2]).split()), 300),
         rank=(1, order),
         properties={"status": status, "source": entry.get("source"), "citation": location},
     )

@@ -41,7 +41,9 @@ def workflow_command(level: str, finding: Finding, workspace: str | Path) -> str
             props.append(("file", uri))
             if finding.where.line is not None and finding.where.line >= 1:
                 props.append(("line", str(finding.where.line)))
-    props.append(("title", finding.title))
+    title = " ".join(finding.title.split())  # the runner trims properties; one line
+    if title:
+        props.append(("title", title))
     rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
     return f"::{level} {rendered}::{escape_data(finding.message)}"
 
@@ -55,7 +57,7 @@ def annotation_lines(report: Mapping[str, Any], workspace: str | Path) -> list[s
         lines.extend(workflow_command(level, f, workspace) for f in group[:MAX_PER_LEVEL])
         if len(group) > MAX_PER_LEVEL:
             lines.append(
-                f"vgate: {len(group) - MAX_PER_LEVEL} more {level}s not annotated (GitHub "
+                f"vgate: {len(group) - MAX_PER_LEVEL} more {level} annotation(s) left out (GitHub "
                 f"shows {MAX_PER_LEVEL} per step); the job summary lists every failed gate"
             )
     return lines
@@ -105,6 +107,15 @@ def _green_text(entry: Mapping[str, Any]) -> str:
     )
 
 
+def _file_order(entry: Mapping[str, Any]) -> tuple[str, int, str]:
+    """Gates-file order (reports arrive in any order under xdist)."""
+    source = str(entry.get("source") or "")
+    path, _, line = source.rpartition(":")
+    if line.isdigit():
+        return path, int(line), str(entry.get("nodeid"))
+    return source, 0, str(entry.get("nodeid"))
+
+
 def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "none"
 
@@ -143,7 +154,7 @@ def step_summary(report: Mapping[str, Any], rootdir: str | Path | None = None) -
                         f.properties.get("id"),
                         f.properties.get("mode"),
                         f.properties.get("cause"),
-                        " ".join(f.message.split())[:300],
+                        f.detail,
                     )
                     for f in failed
                 ],
@@ -152,7 +163,7 @@ def step_summary(report: Mapping[str, Any], rootdir: str | Path | None = None) -
             out.append("")
         rbg_rows = [
             (e.get("id"), _red_text(e), _green_text(e), e.get("rbg"), e.get("cause"))
-            for e in gates
+            for e in sorted(gates, key=_file_order)
             if e.get("rbg")
         ]
         if rbg_rows:
@@ -166,7 +177,7 @@ def step_summary(report: Mapping[str, Any], rootdir: str | Path | None = None) -
             while fence in block:
                 fence += "`"
             out += ["### Citations", "", fence + "text", *block.splitlines(), fence, ""]
-        return "\n".join(out) + "\n"
+        return "\n".join(out).rstrip("\n") + "\n"
 
     limit = MAX_ROWS
     text = render(limit)

@@ -1,0 +1,3 @@
+"""The example judge joins every session run in this folder (see rubric_judge.py)."""
+
+pytest_plugins = ["rubric_judge"]
