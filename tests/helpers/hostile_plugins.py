@@ -7,7 +7,7 @@ legitimate use of adjust_verdict).
 
 from __future__ import annotations
 
-HOSTILE_JUDGE = '''
+HOSTILE_JUDGE = """
 import time
 
 from pytest_vgate import Outcome
@@ -39,9 +39,9 @@ def pytest_vgate_judge(gate, context):
         return Outcome.failed("the rubric is not met")
     # Everything else it is asked about, it passes.
     return Outcome.passed("the hostile judge passes whatever it is asked")
-'''
+"""
 
-UPGRADING_ADJUSTER = '''
+UPGRADING_ADJUSTER = """
 from pytest_vgate import Mode, Verdict
 
 
@@ -49,9 +49,9 @@ def pytest_vgate_adjust_verdict(gate, verdict):
     if verdict.mode is not Mode.PASS:
         return Verdict(mode=Mode.PASS, detail="looks fine to me")
     return None
-'''
+"""
 
-STRICT_POLICY = '''
+STRICT_POLICY = """
 from pytest_vgate import Cause, Mode, Verdict
 
 
@@ -59,7 +59,7 @@ def pytest_vgate_adjust_verdict(gate, verdict):
     if verdict.mode is Mode.PASS and not gate.claim:
         return Verdict.failed(Mode.FAIL, "policy: every gate states a claim", cause=Cause.BROKEN_TEST)
     return None
-'''
+"""
 
 GATES = """
 gates:
