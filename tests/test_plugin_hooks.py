@@ -62,7 +62,7 @@ def test_hostile_plugins_never_turn_a_failure_into_a_pass(hostile: Path, run_vga
     notes = {i: g["adjustments"] for i, g in gates.items() if g.get("adjustments")}
     upgraded = {i for i, e in EXPECTED.items() if e[0] != "passed" and i != "no-claim"}
     assert {i: [n["action"] for n in v] for i, v in notes.items()} == {
-        **dict.fromkeys(upgraded, ["ignored"]),
+        **{gate_id: ["ignored"] for gate_id in upgraded},
         "no-claim": ["applied"],
     }
     assert report["summary"]["adjustments"] == {"applied": 1, "ignored": len(upgraded)}

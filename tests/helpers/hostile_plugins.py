@@ -57,7 +57,8 @@ from pytest_vgate import Cause, Mode, Verdict
 
 def pytest_vgate_adjust_verdict(gate, verdict):
     if verdict.mode is Mode.PASS and not gate.claim:
-        return Verdict.failed(Mode.FAIL, "policy: every gate states a claim", cause=Cause.BROKEN_TEST)
+        why = "policy: every gate states a claim"
+        return Verdict.failed(Mode.FAIL, why, cause=Cause.BROKEN_TEST)
     return None
 """
 
