@@ -29,6 +29,8 @@ OPTIONS = [
     "--vgate-report",
     "--vgate-fix",
     "--vgate-cite",
+    "--vgate-sarif",
+    "--vgate-github",
 ]
 
 

@@ -312,3 +312,54 @@ def test_the_step_summary_stays_under_githubs_limit() -> None:
     assert len(text.encode("utf-8")) <= 1_000_000
     assert "more rows left out" in text
     json.dumps(text)
+
+
+# -- the documented workflow ------------------------------------------------------------
+
+
+def _workflow() -> dict[str, Any]:
+    import yaml
+    from helpers.docs_examples import fenced_blocks
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "ci.md"
+    (block,) = [text for _, _, text in fenced_blocks(page, "yaml") if "jobs:" in text]
+    return yaml.safe_load(block)  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_the_documented_workflow_fails_the_job_on_a_failed_gate_and_writes_sarif(
+    examples: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow's gates command, run for real (the base sha and -n filled in) with
+    GITHUB_ACTIONS=true: a gate that is not proven on the base fails the step."""
+    from helpers.git_repo import git
+
+    steps = _workflow()["jobs"]["gates"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    upload = next(s for s in steps if "upload-sarif" in s.get("uses", ""))
+    assert upload["uses"].startswith("github/codeql-action/upload-sarif@")
+    assert upload["if"] == "${{ !cancelled() }}"
+    command = next(s["run"] for s in steps if "--vgate-base" in s.get("run", ""))
+    assert "--vgate-base ${{ github.event.pull_request.base.sha }}" in command
+    assert f"--vgate-sarif {upload['with']['sarif_file']}" in command
+    git(examples, "init", "-q")
+    git(examples, "add", "-A")
+    git(examples, "commit", "-qm", "base")
+    base = git(examples, "rev-parse", "HEAD")
+    (examples / "NOTES.md").write_text("a change that fixes nothing\n")
+    git(examples, "add", "-A")
+    git(examples, "commit", "-qm", "head")
+    argv = command.replace("${{ github.event.pull_request.base.sha }}", base).split()
+    assert argv[0] == "pytest"
+    argv = ["2" if a == "auto" else a for a in argv[1:]]  # -n auto: 2 cores here
+    summary = examples / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result, cases = run_in(pytester, *argv)
+    assert result.ret == 1  # the step, and so the job, fails
+    assert cases["word-count"]["vgate_rbg"] == "never-red"
+    results = read_sarif(examples / upload["with"]["sarif_file"])["runs"][0]["results"]
+    assert {r["properties"]["id"] for r in results} >= {"word-count", "grep-finds-definition"}
+    assert any(line.startswith("::error file=gates.yaml,") for line in result.stdout.lines)
+    assert "| word-count | base " in summary.read_text(encoding="utf-8")
+    read_report(examples / "vgate.json")

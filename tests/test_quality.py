@@ -21,6 +21,8 @@ PYTEST_LAYER = {
     "session.py",
     "summary.py",
     "options.py",
+    "hookspecs.py",
+    "extending.py",
 }
 
 
