@@ -75,15 +75,20 @@ def test_hostile_plugins_never_turn_a_failure_into_a_pass(hostile: Path, run_vga
 
 
 REPORT_SPY = """
-import json, os
+import json
 
-import pytest
+SESSION = {}
+
+
+def pytest_configure(config):
+    SESSION["config"] = config
 
 
 def pytest_vgate_report(report):
+    worker = getattr(SESSION["config"], "workerinput", {}).get("workerid")
     with open("calls.jsonl", "a") as fh:
         fh.write(json.dumps({
-            "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+            "worker": worker,
             "version": report["version"],
             "gates": sorted(g["id"] for g in report["gates"]),
         }) + "\\n")
