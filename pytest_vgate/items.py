@@ -124,7 +124,8 @@ class GateItem(VgateItem):
             base_ctx=base_ctx,
             require_red=res.settings.require_red,
         ).to_payload()
-        payload["targets"] = check_targets(self.gate, self.gate.root)
+        if not payload["ok"]:  # where to point a failure; a pass needs no location
+            payload["targets"] = check_targets(self.gate, self.gate.root)
         return adjust(self, self.gate, payload)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
