@@ -84,7 +84,10 @@ def adjust(item: pytest.Item, gate: Gate, payload: dict[str, Any]) -> dict[str, 
     impls = _hook_impls(item.ihook.pytest_vgate_adjust_verdict)
     if not impls:
         return payload
-    verdict = verdict_of_payload(payload)
+    try:
+        verdict = verdict_of_payload(payload)
+    except (KeyError, TypeError, ValueError) as exc:  # a payload we cannot read: fail closed
+        return apply_adjustments(payload, [("pytest-vgate", Call(error=exc))])
     timeout = gate.timeout if gate.timeout is not None else _default_timeout(item)
     proposals: list[tuple[str, Call]] = []
     for name, fn in impls:
