@@ -4,6 +4,11 @@ The controller creates one per distinct overlay per session and removes it at th
 Nothing may stay registered in the user's repository: ``remove`` is idempotent, an
 ``atexit`` hook covers Ctrl-C, and ``cleanup_stale_worktrees`` (run by every ``create``)
 removes worktrees of sessions that died (their holder's lock is no longer held).
+
+Only what the plugin made is ever removed: a holder is ours when it is a real folder
+directly in the temp dir that we own and that carries our marker file naming exactly
+that worktree of exactly this repository. Folder names prove nothing; the main worktree
+and worktrees a user made are never touched, whatever they are called.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +30,9 @@ from pytest_vgate.process import run_git
 
 PREFIX = "vgate-base-"
 LOCK_NAME = "owner.lock"
-OWNER_NAME = "owner.json"
+OWNER_NAME = "owner.json"  # the marker: written by ``create`` before the worktree exists
+MARKER = "pytest-vgate base worktree holder v1"
+_MARKER_MAX = 64 << 10  # a marker is a few hundred bytes; a bigger file is not ours
 GIT = ("-c", "core.hooksPath=/dev/null")  # no post-checkout hook runs in a session
 ADD_TIMEOUT = 600.0
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -146,6 +154,8 @@ class BaseWorktree:
         self.root_rel = root_rel
         self._lock_fd: int | None = None
         self._removed = False
+        self._owned = False  # only the process that created the tree may delete it
+        self._git_dir = ""  # the repository's common git dir, as the marker names it
 
     def __repr__(self) -> str:
         return f"BaseWorktree(ref={self.ref!r}, sha={self.sha[:7]}, path={str(self.path)!r})"
@@ -176,10 +186,20 @@ class BaseWorktree:
             repo=top, ref=ref, sha=sha, path=holder / (top.name or "base"), overlay=overlay,
             root_rel=root_rel,
         )  # fmt: skip
+        tree._owned = True
+        tree._git_dir = _common_dir(top)
         try:
             tree._lock_fd = os.open(holder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(tree._lock_fd, fcntl.LOCK_EX)  # held for our life: "we are alive"
-            owner = {"pid": os.getpid(), "repo": str(top), "ref": ref, "sha": sha}
+            owner = {
+                "marker": MARKER,
+                "pid": os.getpid(),
+                "repo": str(top),
+                "git_dir": tree._git_dir,
+                "worktree": os.path.realpath(tree.path),
+                "ref": ref,
+                "sha": sha,
+            }
             (holder / OWNER_NAME).write_text(json.dumps(owner))
         except OSError as exc:
             tree.remove()
@@ -210,7 +230,7 @@ class BaseWorktree:
     def remove(self) -> list[str]:
         """Unregister and delete the worktree; idempotent, never raises. Returns warnings."""
         warnings: list[str] = []
-        if self._removed:
+        if self._removed or not self._owned:  # a worker's handle never deletes anything
             return warnings
         self._removed = True
         with contextlib.suppress(Exception):  # unregister must not fail a removal
@@ -224,7 +244,7 @@ class BaseWorktree:
         ok, _, err = _git(["worktree", "prune"], self.repo)
         if not ok:
             warnings.append(f"vgate base worktree {self.path}: git worktree prune: {err}")
-        if self.holder.name.startswith(PREFIX):
+        if _holder_is_ours(self.holder, self.path, self._git_dir):
             shutil.rmtree(self.holder, ignore_errors=True)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -307,25 +327,85 @@ class BaseTrees:
         return cls({k: BaseWorktree.from_dict(v) for k, v in data["trees"].items()})
 
 
+def _common_dir(top: Path) -> str:
+    """The real path of the repository's common git dir: one name for all its worktrees."""
+    ok, out, _ = _git(["rev-parse", "--git-common-dir"], top)
+    if not ok or not out.strip():
+        return ""
+    return os.path.realpath(os.path.join(top, out.strip()))
+
+
+def _holder_is_ours(holder: Path, worktree: Path, git_dir: str) -> bool:
+    """Whether ``holder`` is a temp folder this plugin made for ``worktree`` of the
+    repository whose common git dir is ``git_dir``.
+
+    All of: a real folder (not a symlink) directly inside the temp dir, named ``PREFIX*``,
+    owned by us, holding a small regular marker file that names this worktree and this
+    repository. Anything else -- a user's folder that happens to share the name included --
+    is not ours and is never deleted.
+    """
+    if not git_dir or not holder.name.startswith(PREFIX) or worktree.parent != holder:
+        return False
+    try:
+        if os.path.realpath(holder.parent) != os.path.realpath(tempfile.gettempdir()):
+            return False
+        st = os.lstat(holder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            return False
+        fd = os.open(holder / OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _MARKER_MAX:
+                return False
+            owner = json.loads(os.read(fd, _MARKER_MAX + 1))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(owner, dict)
+        and owner.get("marker") == MARKER
+        and owner.get("worktree") == os.path.realpath(worktree)
+        and owner.get("git_dir") == git_dir
+    )
+
+
+def _worktree_paths(top: Path) -> list[Path] | None:
+    """The repository's worktrees as git lists them, the main one first (None on failure)."""
+    ok, out, _ = _git(["worktree", "list", "--porcelain"], top)
+    if not ok:
+        return None
+    return [
+        Path(line[len("worktree ") :]) for line in out.splitlines() if line.startswith("worktree ")
+    ]
+
+
 def cleanup_stale_worktrees(repo: Path) -> list[Path]:
     """Remove our worktrees whose session died; returns the paths removed. Never raises.
 
-    Ours: the worktree's parent is a ``vgate-base-*`` holder. Dead: nobody holds the
-    holder's lock (the kernel drops a flock when its process dies, however it died).
+    Ours: ``_holder_is_ours`` (our marker in a temp holder we own), never the main
+    worktree nor the tree we were called from. Dead: nobody holds the holder's lock (the
+    kernel drops a flock when its process dies, however it died). ``git worktree prune``
+    then forgets registrations whose folder is gone (it deletes nothing on disk).
     """
     removed: list[Path] = []
     try:
         top = toplevel(repo)
     except BaselineError:
         return removed
-    ok, out, _ = _git(["worktree", "list", "--porcelain"], top)
-    if ok:
-        for line in out.splitlines():
-            if not line.startswith("worktree "):
+    listed = _worktree_paths(top)
+    git_dir = _common_dir(top)
+    if listed and git_dir:
+        top_real = os.path.realpath(top)
+        main_real = os.path.realpath(listed[0])  # the main worktree: never a candidate
+        for path in listed[1:]:
+            real = os.path.realpath(path)
+            if _contains(real, top_real) or _contains(real, main_real):
                 continue
-            path = Path(line[len("worktree ") :])
             holder = path.parent
-            if not holder.name.startswith(PREFIX) or not _lock_is_free(holder / LOCK_NAME):
+            if not _holder_is_ours(holder, path, git_dir):
+                continue
+            if not _lock_is_free(holder / LOCK_NAME):
                 continue
             if path.exists():
                 _git(["worktree", "remove", "--force", "--force", str(path)], top)
@@ -333,3 +413,11 @@ def cleanup_stale_worktrees(repo: Path) -> list[Path]:
             removed.append(path)
     _git(["worktree", "prune"], top)
     return removed
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """Whether ``inner`` is ``outer`` or lies below it (both real paths)."""
+    try:
+        return os.path.commonpath([outer, inner]) == outer
+    except ValueError:
+        return False
