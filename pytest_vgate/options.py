@@ -11,6 +11,7 @@ import pytest
 
 from pytest_vgate.cell import NESTED_ENV
 from pytest_vgate.runner import DEFAULT_TIMEOUT
+from pytest_vgate.spec.values import MAX_TIMEOUT
 
 # (option, ini name, help). Every option has an ini twin of the same name with "_".
 _HELP = {
@@ -162,20 +163,36 @@ def _path(config: pytest.Config, name: str) -> Path | None:
     return (config.rootpath / ini).resolve() if ini else None
 
 
+def _timeout(config: pytest.Config) -> float | None:
+    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given.
+
+    A value that is not a number, not finite, not above 0 or above ``MAX_TIMEOUT`` is a
+    usage error naming where it came from (the command line or the ini file).
+    """
+    given = config.getoption("vgate_timeout")
+    if given is not None:
+        raw, where = str(given), "--vgate-timeout (command line)"
+    else:
+        raw = str(config.getini("vgate_timeout") or "").strip()
+        if not raw:
+            return None
+        where = f"vgate_timeout in {config.inipath or 'the ini file'}"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT):
+        raise pytest.UsageError(
+            f"pytest-vgate: {where} must be a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
+        )
+    return seconds
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Resolve options and ini into ``Settings``; bad values are usage errors."""
-    raw_timeout = _value(config, "vgate_timeout")
-    timeout = DEFAULT_TIMEOUT
-    if raw_timeout is not None:
-        try:
-            timeout = float(raw_timeout)
-        except ValueError:
-            timeout = math.nan
-        if not math.isfinite(timeout) or timeout <= 0:
-            raise pytest.UsageError(
-                f"--vgate-timeout / vgate_timeout must be a positive number of seconds, "
-                f"not {raw_timeout!r}"
-            )
+    given_timeout = _timeout(config)
+    timeout = DEFAULT_TIMEOUT if given_timeout is None else given_timeout
     return Settings(
         gates_files=_paths(config, "vgate"),
         cite_files=_paths(config, "vgate_cite"),
@@ -183,7 +200,7 @@ def read_settings(config: pytest.Config) -> Settings:
         require_red=_flag(config, "vgate_require_red"),
         strict=_flag(config, "vgate_strict"),
         timeout=timeout,
-        timeout_given=raw_timeout is not None,
+        timeout_given=given_timeout is not None,
         ledger=_path(config, "vgate_ledger"),
         report=_path(config, "vgate_report"),
         fix=_flag(config, "vgate_fix"),

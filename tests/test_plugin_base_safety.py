@@ -9,6 +9,7 @@ while the worktree a crashed session leaked is swept.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shlex
@@ -78,7 +79,7 @@ def layout(
         tree.parent.mkdir()
         git(repo.repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
         (tree / "mine.txt").write_text("mine\n")
-        (tree.parent / "owner.json").write_text('{"repo": "%s"}' % repo.repo)
+        (tree.parent / "owner.json").write_text(json.dumps({"repo": str(repo.repo)}))
     trees.append(pytester.path / "vgate-base-x" / "wt")
     trees.append(private_tmp / f"{PREFIX}mine" / "wt")
     (repo.root / "gates.yaml").write_text(GATES)

@@ -252,6 +252,20 @@ BAD_FILES = [
     ("citations-abs", "citations: [/etc/passwd]\n", 1, "citations", "absolute"),
     ("citations-string", "citations: answer.md\n", 1, "citations", "must be a list"),
     ("citations-number", "citations: [1]\n", 1, "citations", "file name or glob"),
+    ("claim-surrogate", 'gates:\n  - id: a\n    claim: "\\ud800"\n', 3, "claim", "lone surrogate"),
+    (
+        "claim-surrogate-folded",
+        'gates:\n  - id: a\n    claim: "one\n      two \\uDFFF"\n',
+        4,
+        "claim",
+        "\\uDFFF",
+    ),
+    ("key-surrogate", 'gates:\n  - id: a\n    "\\ud801": x\n', 3, None, "surrogate"),
+    ("check-beyond-unicode", 'gates:\n  - id: a\n    check: "\\U00110000"\n', 3, None, "U+10FFFF"),
+    ("timeout-nan", "gates:\n  - id: a\n    timeout: .nan\n", 3, "timeout", "above 0"),
+    ("timeout-1e300", "gates:\n  - id: a\n    timeout: 1.0e300\n", 3, "timeout", "at most"),
+    ("timeout-bool", "gates:\n  - id: a\n    timeout: true\n", 3, "timeout", "seconds"),
+    ("default-timeout-huge", "defaults:\n  timeout: 86401\ngates: []\n", 2, "timeout", "at most"),
 ]
 
 
@@ -789,6 +803,32 @@ def both_loaders(text: str) -> tuple[Any, Any]:
         except yamlnodes.YamlError as exc:
             results.append(("error", exc.line, exc.key))
     return results[0], results[1]
+
+
+SURROGATES = [case[1] for case in BAD_FILES if "surrogate" in case[0] or "unicode" in case[0]]
+
+
+@pytest.mark.parametrize("text", SURROGATES)
+def test_both_loaders_refuse_escapes_that_name_no_character_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """libyaml refuses a lone surrogate, the pure loader kept it (or crashed on chr()):
+    whichever loader the spec package picks, the error is the same, to the letter."""
+    errors = []
+    for pure in (False, True):
+        with pytest.raises(yamlnodes.YamlError) as info:
+            yamlnodes.load_yaml(text, pure=pure)
+        errors.append((info.value.message, info.value.line, info.value.key))
+    assert errors[0] == errors[1]
+    path = write(tmp_path, text)
+    messages = []
+    for chosen in (yamlnodes._loader_class(), yamlnodes._PureLoader):
+        monkeypatch.setattr(yamlnodes, "_loader_class", lambda c=chosen: c)
+        with pytest.raises(GatesFileError) as failed:
+            load_gates_file(path)
+        messages.append(str(failed.value))
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(f"{path}:{errors[0][1]}:")
 
 
 def test_libyaml_is_used_when_installed() -> None:

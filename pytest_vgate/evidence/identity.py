@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.process import run_git
+from pytest_vgate.regular import kind_of, open_regular
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import ToolRecord
 
@@ -127,7 +128,11 @@ def _is_derived(rel: str, excluded: Iterable[str]) -> bool:
 
 
 def _file_token(path: Path) -> bytes:
-    """What a working-tree path holds: kind, executable bit and content (or its absence)."""
+    """What a working-tree path holds: kind, executable bit and content (or its absence).
+
+    Only a regular file is opened; a named pipe, socket or device counts by its kind
+    alone (opening one could block forever or read without end).
+    """
     try:
         st = path.lstat()
     except FileNotFoundError:
@@ -138,12 +143,14 @@ def _file_token(path: Path) -> bytes:
         return b"link:" + os.fsencode(os.readlink(path))
     if stat.S_ISDIR(st.st_mode):
         return b"dir"  # a submodule or a nested repository: its own state is not ours
+    if not stat.S_ISREG(st.st_mode):
+        return b"special:" + kind_of(st.st_mode).encode()
     head = b"x" if st.st_mode & 0o111 else b"-"
     if st.st_size > CONTENT_HASH_LIMIT:
         return head + f"big:{st.st_size}:{st.st_mtime_ns}".encode()
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
+        with os.fdopen(open_regular(path), "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError as exc:

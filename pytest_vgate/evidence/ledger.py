@@ -2,8 +2,9 @@
 
 Only the controller writes it. Each batch is one ``write`` under an exclusive ``flock`` on
 an ``O_APPEND`` descriptor, so two sessions appending at once interleave whole lines and
-lose none. Every problem (unwritable, locked, corrupted, a directory in the way) becomes a
-warning whose text names the ledger path; reading skips what it cannot parse.
+lose none. Every problem (unwritable, locked, corrupted, a directory in the way, a named
+pipe, socket or device at the path: never opened for real) becomes a warning whose text
+names the ledger path; reading skips what it cannot parse.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pytest_vgate.evidence.record import Record
+from pytest_vgate.regular import open_regular
 
 LEDGER_DIRNAME = ".vgate"
 LEDGER_FILENAME = "ledger.jsonl"
@@ -74,7 +76,7 @@ class Ledger:
         lost = f"{len(records)} records of this session are not recorded; the verdicts stand"
         try:
             self._ensure_dir()
-            fd = os.open(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_regular(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             return [self._warn(f"cannot open for append ({_describe(exc)}); {lost}")]
         try:
@@ -128,7 +130,7 @@ class Ledger:
         return records, warnings
 
     def _read_bytes(self) -> bytes:
-        fd = os.open(self.file, os.O_RDONLY)
+        fd = open_regular(self.file)
         try:
             _lock(fd, fcntl.LOCK_SH, 2.0)  # best effort: avoids reading a half-written batch
             chunks = []

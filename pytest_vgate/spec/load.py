@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pytest_vgate.regular import read_regular
 from pytest_vgate.spec import values
 from pytest_vgate.spec.model import (
     ALIASES,
@@ -91,7 +92,7 @@ def load_gates_file(path: Path | str) -> GatesFile:
     """Read, validate and normalise a gates file; every problem is a GatesFileError."""
     shown = Path(path)
     try:
-        raw = shown.read_bytes()
+        raw = read_regular(shown)  # a named pipe or device is refused, never read
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise GatesFileError(
             shown, None, None, f"cannot read the gates file ({exc}); check the path"

@@ -7,6 +7,9 @@ once, each node converted at most once, so aliases cost nothing and cycles are r
 The tree is composed by libyaml (``CSafeLoader``, ~4x faster) when it is available and
 bounds nesting; otherwise by PyYAML's pure-Python loader. Both give the same data, lines
 and error lines; the pure reader's character check runs first, so that error is the same.
+An escape in a double-quoted string that names no character (a lone surrogate such as
+``"\\ud800"``, or a code point above U+10FFFF) is refused by libyaml while the pure loader
+keeps or crashes on it: both end in the same ``_bad_escape`` error, line and key.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,6 +65,8 @@ _C_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)  # libyaml, ~4x
 _NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE  # the characters the pure reader refuses
 _STR_TAG = "tag:yaml.org,2002:str"
 _TOO_DEEP = "the YAML is nested too deeply to read; flatten the structure"
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
+_LIBYAML_BAD_ESCAPE = "invalid Unicode character escape code"
 
 
 @functools.cache
@@ -122,12 +128,16 @@ def load_yaml(text: str, *, pure: bool = False) -> Any:
     try:
         loader = (_PureLoader if pure else _loader_class())(text)
         node = loader.get_single_node()
+        if node is not None and ("\\u" in text or "\\U" in text):
+            _refuse_bad_escapes(node, text)
         return None if node is None else _Walker(loader).value(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = int(mark.line) + 1 if mark is not None else None
         if "nesting depth" in str(exc.problem):  # libyaml's own limit (1,000 levels)
             raise YamlError(_TOO_DEEP, line) from None
+        if _LIBYAML_BAD_ESCAPE in str(exc.problem) and not pure:
+            load_yaml(text, pure=True)  # raises the pure loader's located error, with its key
         context = str(exc.context or "")
         if exc.context_mark is not None and exc.context_mark.line + 1 != line:
             context += f" (from line {exc.context_mark.line + 1})"
@@ -135,11 +145,64 @@ def load_yaml(text: str, *, pure: bool = False) -> Any:
         raise YamlError(f"YAML syntax error: {detail}; fix the YAML at this line", line) from None
     except yaml.YAMLError as exc:  # incl. a ReaderError the check above did not foresee
         raise YamlError(f"YAML error: {exc}; fix the YAML", None) from None
+    except ValueError:  # the pure scanner's chr() of an escape above U+10FFFF
+        mark = loader.get_mark() if loader is not None else None
+        line = int(mark.line) + 1 if mark is not None else None
+        raise YamlError(_escape_message("", "an escape on this line"), line) from None
     except RecursionError:
         raise YamlError(_TOO_DEEP, None) from None
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def _escape_message(key: str | None, escape: str) -> str:
+    where = f"`{key}`" if key else "a double-quoted string"
+    return (
+        f"{where} holds {escape}, which names no character (a lone surrogate, or beyond "
+        "U+10FFFF), so the text is not valid Unicode; write the character itself or its "
+        "proper escape"
+    )
+
+
+def _refuse_bad_escapes(root: yaml.Node, text: str) -> None:
+    """Raise YamlError at the first double-quoted scalar whose escapes name no character.
+
+    Walks the node tree once (aliases visited once); ``key`` is the mapping key the
+    scalar belongs to, so the error names it as any other gates-file error does.
+    """
+    seen: set[int] = set()
+    pending: list[tuple[yaml.Node, str | None]] = [(root, None)]
+    while pending:
+        node, key = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if node.style == '"':
+                _check_escapes(node, text, key)
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend((item, key) for item in reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for key_node, value_node in reversed(node.value):
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                pending.append((value_node, name if isinstance(name, str) else key))
+                pending.append((key_node, None))
+
+
+def _check_escapes(node: yaml.ScalarNode, text: str, key: str | None) -> None:
+    start, end = node.start_mark.index, node.end_mark.index
+    source = text[start:end] if 0 <= start < end <= len(text) else ""
+    for match in _ESCAPE.finditer(source):
+        escape = match.group(1)
+        if escape[0] not in "uU" or len(escape) == 1:
+            continue
+        code = int(escape[1:], 16)
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            line = node.start_mark.line + 1 + source.count("\n", 0, match.start())
+            raise YamlError(_escape_message(key, f"the escape \\{escape}"), line, key)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in node.value):  # not reached: escapes only
+        raise YamlError(_escape_message(key, "an escape"), _line(node), key)
 
 
 class _Walker:
