@@ -60,9 +60,7 @@ def _create_and_crash(repo: str, tmp: str) -> None:
 
 
 @pytest.fixture
-def layout(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> tuple[UserLayout, Path]:
+def layout(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[UserLayout, Path]:
     """The user's hostile-looking layout plus a private TMPDIR; sessions start in the repo."""
     private_tmp = pytester.path / "tmp"
     private_tmp.mkdir()
