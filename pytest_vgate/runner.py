@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.cell import build_env, pooled_cell
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
-from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping
+from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
 
@@ -126,6 +126,13 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
     timeout = gate_timeout(gate, ctx)
     tool_id = gate.argv[0]
     cwd, toolchain = _gate_dirs(ctx.root, gate.cwd)
+    if not _inside(cwd, ctx.root):  # a symlink in this tree (e.g. the base) leads out
+        return Verdict.failed(
+            Mode.ERROR,
+            f"the check's folder {gate.cwd!r} resolves to {cwd}, outside the root "
+            f"{ctx.root}; not run",
+            command=gate.argv,
+        )
     if not cwd.is_dir():
         return Verdict.failed(
             Mode.CRASH, f"the check's folder {cwd} does not exist", command=gate.argv
@@ -182,6 +189,12 @@ def _gate_dirs(root: Path, cwd: str) -> tuple[Path, str]:
     re-pointed during the session keeps the target it had when first resolved.
     """
     return (root / cwd).resolve(), str(toolchain_bin(root))
+
+
+@functools.lru_cache(maxsize=1024)
+def _inside(path: Path, root: Path) -> bool:
+    root_real = os.path.realpath(root)
+    return os.path.commonpath([os.path.realpath(path), root_real]) == root_real
 
 
 def verdict_from_process(
@@ -252,14 +265,14 @@ def run_oracle_check(gate: Gate | Mapping[str, Any], timeout: float = DEFAULT_TI
                 Mode.ERROR,
                 f"run_oracle_check() takes a Gate or a mapping, not {type(gate).__name__}",
             )
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            return Verdict.failed(
-                Mode.ERROR, f"timeout must be a positive number of seconds, not {timeout!r}"
-            )
+        try:
+            seconds = values.timeout("timeout", timeout)
+        except values.BadValue as exc:
+            return Verdict.failed(Mode.ERROR, f"run_oracle_check(): {exc.message}")
     except GatesFileError as exc:
         return Verdict.failed(Mode.ERROR, f"invalid gate: {exc}")
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the public API promises never to raise
         return Verdict.failed(Mode.ERROR, f"invalid gate: {type(exc).__name__}: {exc}")
-    return run_check(parsed, RunContext(root=parsed.root, default_timeout=float(timeout)))
+    return run_check(parsed, RunContext(root=parsed.root, default_timeout=seconds))

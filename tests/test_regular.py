@@ -124,7 +124,7 @@ def test_a_special_file_at_the_ledger_path_is_a_warning(special: Path, form: str
 
 def test_a_fifo_in_the_tree_is_fingerprinted_by_kind(tmp_path: Path) -> None:
     repo = make_bugfix_repo(tmp_path)
-    os.mkfifo(repo.root / "pipe")  # untracked, not ignored: part of the dirty digest
+    os.mkfifo(repo.root / "pipe")  # untracked: git lists no FIFO, and it is never opened
     (repo.root / "dev").symlink_to("/dev/zero")
     state = bounded(lambda: tree_state(repo.root))
     assert state.is_git and state.dirty

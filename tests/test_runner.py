@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate import Mode, run_oracle_check
-from pytest_vgate.spec import GATE_KEYS
+from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.spec import GATE_KEYS, Gate
+from pytest_vgate.verdict import Cause
 
 PY = shlex.quote(sys.executable)
 # Checks are drawn from a safe vocabulary: arbitrary text would run arbitrary programs.
@@ -83,3 +88,23 @@ def test_a_valid_gate_passes_only_when_it_ran_to_an_expected_exit(check: str, ex
     assert verdict.ok == (verdict.exit_code is not None and verdict.exit_code in expected)
     if "SIGKILL" in check:
         assert verdict.mode is Mode.CRASH  # killed by a signal: no answer, never a pass
+
+
+def test_a_cwd_that_leads_out_of_the_tree_at_run_time_is_not_run(tmp_path: Path) -> None:
+    """The gates file was checked at load; a base worktree may hold a symlink out."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "out").symlink_to(outside)
+    gate = Gate(id="g", argv=(sys.executable, "-c", "open('ran', 'w')"), cwd="out", root=root)
+    verdict = run_check(gate, RunContext(root=root, default_timeout=30))
+    assert (verdict.mode, verdict.cause) == (Mode.ERROR, Cause.BROKEN_TEST)
+    assert "outside the root" in verdict.detail
+    assert not (outside / "ran").exists()
+
+
+@pytest.mark.parametrize("timeout", [1e300, math.inf, math.nan, -1, 0, 86401])
+def test_run_oracle_check_refuses_unbounded_timeouts(timeout: float) -> None:
+    verdict = run_oracle_check({"check": f'{PY} -c "pass"'}, timeout=timeout)
+    assert verdict.mode is Mode.ERROR
+    assert "at most 86400" in verdict.detail and "internal error" not in verdict.detail

@@ -940,3 +940,43 @@ def test_loading_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- cwd stays inside the root (symlinks resolved) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ("gates:\n  - id: a\n    check: make\n    cwd: out\n", 4),
+        ("gates:\n  - id: a\n    check: make\n    cwd: sub/out/deeper\n", 4),
+        ("defaults:\n  cwd: out\ngates:\n  - id: a\n    check: make\n", 2),
+        ("gates:\n  - id: a\n    check: make\n    cwd:\n      sub/up\n", 5),
+    ],
+)
+def test_a_cwd_that_leaves_the_root_through_a_symlink_is_refused(
+    tmp_path: Path, body: str, line: int
+) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root / "out").symlink_to(tmp_path / "outside")
+    (root / "sub" / "out").symlink_to(tmp_path / "outside")
+    (root / "sub" / "up").symlink_to("..", target_is_directory=True)  # up to root: inside
+    (root / "sub" / "up2").symlink_to("../..", target_is_directory=True)
+    body = body.replace("sub/up\n", "sub/up2\n")
+    error = load_error(root, body)
+    assert (error.path, error.line, error.key) == (root / "gates.yaml", line, "cwd"), str(error)
+    assert "outside the root through a symbolic link" in error.message
+    assert str(tmp_path) in error.message
+
+
+def test_a_cwd_through_a_symlink_that_stays_inside_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to("real/deep")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to("..")
+    gate = one_gate(tmp_path, "- id: a\n  check: make\n  cwd: link\n")
+    assert gate.cwd == "link"
+    gate = one_gate(tmp_path, "- id: a\n  check: make\n  cwd: sub/up/not-yet\n")
+    assert gate.cwd == "sub/up/not-yet"

@@ -81,6 +81,27 @@ class _Where:
             )
 
 
+def _check_cwd(shown: Path | str, root: Path, cwd: str, line: int | None, key: str) -> None:
+    """A ``cwd`` that reaches outside the root through a symlink is refused here, at load.
+
+    ``values.rel_path`` already refused `..`, `/` and `~`; what remains is a symlink in
+    the path. A folder that does not exist yet is judged by its existing part.
+    """
+    if cwd == ".":
+        return
+    real = os.path.realpath(os.path.join(root, cwd))
+    root_real = os.path.realpath(root)
+    if os.path.commonpath([real, root_real]) != root_real:
+        raise GatesFileError(
+            shown,
+            line,
+            key,
+            f"`{key}` {cwd!r} leads outside the root through a symbolic link (it resolves to "
+            f"{real}, the root is {root_real}); a check runs inside the root: point `{key}` "
+            "at a real folder inside it",
+        )
+
+
 def _resolve(shown: Path | str, path: Path, key: str | None, line: int | None = None) -> Path:
     try:
         return path.resolve()
@@ -139,6 +160,10 @@ def _load_text(shown: Path, text: str) -> GatesFile:
                 "relative to the gates file's folder",
             )
     defaults = _parse_defaults(shown, data.get("defaults", {}), top.value_line("defaults"))
+    if "cwd" in defaults:
+        located = data.get("defaults")
+        line = getattr(located, "value_lines", {}).get("cwd", top.value_line("defaults"))
+        _check_cwd(shown, root, defaults["cwd"], line, "cwd")
     gates = _parse_gates(top, root=root, source=source, defaults=defaults)
     citations = _parse_citations(top, folder=folder, root=root)
     if not gates and not citations:
@@ -330,6 +355,8 @@ def _build_gate(
         )
     gate_id = where.parse("id", lambda _k, v: values.gate_id(v))
     own = {key: _COMMON[key](where, key) for key in DEFAULT_KEYS if key in data}
+    if "cwd" in own:
+        _check_cwd(shown, root, own["cwd"], where.value_line("cwd"), "cwd")
     common = {**defaults, **own}
     common["env"] = _merge_env(defaults.get("env"), own.get("env"))
     gate_type = _enum(where, given["type"], GateType) if "type" in given else GateType.COMMAND
