@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vgate import bytecode
+from pytest_vgate.causes import command_cause
 from pytest_vgate.cell import build_env, pooled_cell
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
 from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
@@ -120,8 +122,11 @@ def _dispatch(gate: Gate, ctx: RunContext) -> Verdict:
 def run_command(gate: Gate, ctx: RunContext) -> Verdict:
     """The command oracle, shared by ``command`` and ``code`` gates (one mechanism)."""
     if not gate.argv:
+        what = f"its check {gate.check.strip()!r} runs nothing" if gate.check.strip() else ""
         return Verdict.failed(
-            Mode.BLANK, f"gate {gate.id!r} has an empty check: nothing can be re-executed"
+            Mode.BLANK,
+            f"gate {gate.id!r} has an empty check{f' ({what})' if what else ''}: nothing can "
+            "be re-executed",
         )
     timeout = gate_timeout(gate, ctx)
     tool_id = gate.argv[0]
@@ -167,11 +172,16 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         )
     record = check.entry.record()
     argv = (check.entry.path, *gate.argv[1:])
+    prefix = bytecode.cache_prefix()
+    passed = {n: ctx.caller_env[n] for n in gate.env.pass_names if n in ctx.caller_env}
+    set_values = bytecode.check_env(prefix, dict(gate.env.set_values), passed)
+    if prefix is not None and set_values.get(bytecode.PREFIX_ENV) == str(prefix):
+        bytecode.invalidate(prefix, ctx.root)  # this tree's bytecode is as new as its source
     with pooled_cell() as cell:
         env = build_env(
             cell,
             pass_names=gate.env.pass_names,
-            set_values=dict(gate.env.set_values),
+            set_values=set_values,
             caller_env=ctx.caller_env,
             path_prefix=(toolchain,),
         )
@@ -236,9 +246,9 @@ def verdict_from_process(
     if code in gate.expect:
         return Verdict(mode=Mode.PASS, **common)
     expected = ", ".join(str(c) for c in gate.expect)
-    return Verdict.failed(
-        Mode.FAIL, f"exit code {code}, expected {expected}", cause=Cause.PRODUCT, **common
-    )
+    cause, why = command_cause(gate, code, result.stderr) if code is not None else (None, "")
+    detail = f"exit code {code}, expected {expected}" + (f"; {why}" if why else "")
+    return Verdict.failed(Mode.FAIL, detail, cause=cause or Cause.PRODUCT, **common)
 
 
 def _run_verifier_gate(gate: Gate, ctx: RunContext) -> Verdict:

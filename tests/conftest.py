@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 from helpers.junit import junit_cases
 from helpers.report import unchecked_reports
+
+# Checks keep their bytecode in pytest-vgate's cache under XDG_CACHE_HOME (see
+# docs/environment.md). pytester points HOME at each test's own folder; naming the cache
+# here, before that, gives every session of the suite the one cache a user's sessions
+# share, instead of compiling the standard library afresh per test.
+os.environ.setdefault("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
 
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}
 GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")

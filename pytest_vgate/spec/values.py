@@ -96,22 +96,30 @@ def _unquote(word: str) -> str:
 
 
 def argv(key: str, check: str) -> tuple[str, ...]:
-    """Split a check like a POSIX shell would (no expansion); blank gives ()."""
+    """Split a check like a POSIX shell would (no expansion); blank gives ().
+
+    Blank is also what a shell would run nothing for: only empty words (``''``) or a
+    first word that starts a comment (``# TODO``).
+    """
     if "\x00" in check:
         raise BadValue(f"`{key}` contains a NUL character, which no argument can carry; remove it")
     if not check.strip():
         return ()
     if _NOT_PLAIN.search(check) is None:
-        return tuple(check.split())
-    if _QUOTED_WORDS.fullmatch(check):
-        return tuple(_unquote(word) for word in _WORD.findall(check))
-    try:
-        return tuple(shlex.split(check, posix=True))
-    except ValueError as exc:
-        raise BadValue(
-            f"`{key}` cannot be split into arguments ({exc}); close the quote or escape it "
-            "with a backslash"
-        ) from None
+        words = tuple(check.split())
+    elif _QUOTED_WORDS.fullmatch(check):
+        words = tuple(_unquote(word) for word in _WORD.findall(check))
+    else:
+        try:
+            words = tuple(shlex.split(check, posix=True))
+        except ValueError as exc:
+            raise BadValue(
+                f"`{key}` cannot be split into arguments ({exc}); close the quote or escape "
+                "it with a backslash"
+            ) from None
+    if check.lstrip(" \t\r\n").startswith("#") or not any(words):
+        return ()
+    return words
 
 
 def exit_codes(key: str, value: Any) -> tuple[int, ...]:

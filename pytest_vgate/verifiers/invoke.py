@@ -11,12 +11,14 @@ from __future__ import annotations
 import inspect
 import os
 import reprlib
+import sys
 import traceback
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.causes import product_frame
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
@@ -122,6 +124,17 @@ def classify_return(value: object) -> tuple[Mode, Cause | None, str]:
     return Mode.FAIL, Cause.BROKEN_TEST, f"the verifier returned {describe(value)}; {hint}"
 
 
+def _files_of(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The verifier's own source files (its code object and its module), for ``causes``."""
+    try:
+        module = sys.modules.get(str(getattr(fn, "__module__", "") or ""))
+        code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+        found = (getattr(code, "co_filename", None), getattr(module, "__file__", None))
+    except Exception:  # noqa: BLE001 - an odd callable: no file is known to be the verifier's
+        return ()
+    return tuple(f for f in found if isinstance(f, str) and f)
+
+
 def _call(fn: Callable[..., Any], ctx: VerifierContext) -> object:
     """fn(ctx), or fn() for a function that takes no argument (a plain check)."""
     try:
@@ -200,6 +213,10 @@ def execute(
     except BaseException as exc:  # noqa: BLE001
         runs, violations = ctx.close()
         mode, detail = classify_exception(exc)
+        raised_at = product_frame(exc, root, _files_of(fn)) if mode is Mode.ERROR else None
+        if raised_at is not None:  # the code under test raised: the product's answer
+            mode, cause = Mode.FAIL, Cause.PRODUCT
+            detail = f"the code under test raised at {raised_at}: {detail}"
     else:
         runs, violations = ctx.close()  # runs completing after this do not count
         mode, cause, detail = classify_return(returned)

@@ -61,10 +61,22 @@ class BugFixRepo:
 
     def reintroduce_bug(self) -> None:
         """Put the bug back in the working tree, keeping the fix's test (a dirty tree)."""
-        self.mathx.write_text(BUGGY_MATHX)
+        write_source(self.mathx, BUGGY_MATHX)
 
     def fix_bug(self) -> None:
-        self.mathx.write_text(FIXED_MATHX)
+        write_source(self.mathx, FIXED_MATHX)
+
+
+def write_source(path: Path, text: str) -> None:
+    """Write a Python file and drop its bytecode in the tree's ``__pycache__``.
+
+    ``-`` -> ``+`` keeps the size, and two writes within one second keep the mtime Python
+    records: a process that imports it directly (not through a gate) would run the old
+    bytecode. The tree is the test's own, so its cache entries may go.
+    """
+    path.write_text(text)
+    for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+        pyc.unlink(missing_ok=True)
 
 
 def make_bugfix_repo(base: Path, *, subdir: str = "") -> BugFixRepo:

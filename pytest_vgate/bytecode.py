@@ -1,0 +1,116 @@
+"""A check executes the source as it is now, never the bytecode of an older version.
+
+Python trusts a ``__pycache__`` entry whose recorded source mtime (whole seconds) and
+size match the source; pytest's assertion-rewrite cache does the same. A file edited to
+the same size within the same second as its last compile (or whose mtime was set back)
+runs its *old* bytecode. Checks therefore run with ``PYTHONPYCACHEPREFIX`` pointing at a
+bytecode cache of pytest-vgate's own (``$XDG_CACHE_HOME/pytest-vgate/pycache``, else
+``~/.cache/...``): the tree's own ``__pycache__`` folders are neither read nor written,
+and before every run the cache's entries for the tree being run are checked:
+
+    an entry is kept only when it was written strictly after the source's last change
+    (its ``st_mtime_ns`` and ``st_ctime_ns``); otherwise, or when the source is gone,
+    it is deleted and Python compiles the source afresh.
+
+A content change always moves the source's ``ctime`` (which no user can set back), so an
+entry that survives was compiled from the current bytes. Only the tree's entries are
+checked (a few stats per source file); the standard library and installed packages are
+compiled once into the cache and then reused by every later check and session.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+PREFIX_ENV = "PYTHONPYCACHEPREFIX"
+CACHE_DIRNAME = "pytest-vgate"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# pytest-vgate bytecode cache\n"
+
+
+@functools.lru_cache(maxsize=1)
+def cache_prefix() -> Path | None:
+    """The bytecode cache checks use (created 0700 with a CACHEDIR.TAG); None if none can be.
+
+    ``$XDG_CACHE_HOME`` or ``~/.cache``, else a temp folder of this process (correct, but
+    compiled afresh per process).
+    """
+    candidates = []
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        candidates.append(Path(xdg))
+    home = os.path.expanduser("~")
+    if os.path.isabs(home):
+        candidates.append(Path(home) / ".cache")
+    for base in candidates:
+        prefix = base / CACHE_DIRNAME / "pycache"
+        try:
+            prefix.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tag = prefix.parent / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text(_TAG)
+            if os.access(prefix, os.W_OK | os.X_OK):
+                return prefix
+        except OSError:
+            continue
+    try:
+        return Path(tempfile.mkdtemp(prefix="vgate-pycache-"))
+    except OSError:
+        return None
+
+
+def mirror_of(prefix: Path, tree: Path | str) -> list[Path]:
+    """Where Python keeps ``tree``'s bytecode under ``prefix`` (as given and as resolved)."""
+    seen: dict[str, None] = {}
+    for form in (os.path.abspath(tree), os.path.realpath(tree)):
+        seen[os.path.join(os.fspath(prefix), form.lstrip(os.sep))] = None
+    return [Path(p) for p in seen]
+
+
+def invalidate(prefix: Path, tree: Path | str) -> int:
+    """Delete ``tree``'s cache entries that may predate their source; returns how many.
+
+    Never raises: a cache that cannot be checked is a cache Python may still use, so an
+    entry that cannot be judged is deleted, and one that cannot be deleted is left (the
+    next check tries again).
+    """
+    removed = 0
+    for mirror in mirror_of(prefix, tree):
+        source_base = os.sep + os.path.relpath(mirror, prefix)
+        for folder, _dirs, names in os.walk(mirror):
+            sources = os.path.join(source_base, os.path.relpath(folder, mirror))
+            for name in names:
+                if name.endswith(".pyc") and _stale(
+                    os.path.join(folder, name), os.path.join(sources, name.split(".", 1)[0])
+                ):
+                    try:
+                        os.unlink(os.path.join(folder, name))
+                        removed += 1
+                    except OSError:
+                        pass
+    return removed
+
+
+def _stale(pyc: str, stem: str) -> bool:
+    try:
+        written = os.stat(pyc).st_mtime_ns
+    except OSError:
+        return False  # gone already
+    for suffix in (".py", ".pyw"):
+        try:
+            st = os.stat(stem + suffix)
+        except OSError:
+            continue
+        return written <= max(st.st_mtime_ns, st.st_ctime_ns)
+    return True  # no source any more: an orphan
+
+
+def check_env(
+    prefix: Path | None, set_values: dict[str, str], passed: dict[str, str]
+) -> dict[str, str]:
+    """``set_values`` plus ``PYTHONPYCACHEPREFIX``, unless the gate sets or passes its own."""
+    if prefix is None or PREFIX_ENV in set_values or PREFIX_ENV in passed:
+        return set_values
+    return {PREFIX_ENV: os.fspath(prefix), **set_values}

@@ -1,0 +1,95 @@
+"""Whose fault a failed run is: the product's, the test's, or the environment's.
+
+The runner and the verifier path ask here, so that one rule decides everywhere:
+
+- a pytest check that exits 2-5 (interrupted, internal error, usage error such as a
+  node id typo, nothing collected) never reached an answer about the product: the test
+  is broken (``broken_test``), not the product. The same for a check whose ``python``
+  has no pytest ("No module named pytest").
+- an exception a Python verifier did not catch is the verifier's bug (``error``,
+  ``broken_test``) -- unless the code under test raised it: when the innermost frame of
+  the tree's own code is a product file (inside the root, not the verifier's module, not
+  a test file, not an installed package), the product answered, by raising: mode
+  ``fail``, cause ``product``, and on a base that is a genuine red.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from collections.abc import Collection
+from pathlib import Path
+
+from pytest_vgate.evidence.record import PYTEST_NOT_RED, runs_pytest
+from pytest_vgate.spec import Gate
+from pytest_vgate.verdict import Cause
+
+_NO_PYTEST = re.compile(r"No module named '?pytest'?(\s|$)")
+_LIBRARY_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+_OURS = os.path.dirname(os.path.realpath(__file__))  # pytest-vgate's frames are never the product
+
+
+def command_cause(gate: Gate, exit_code: int, stderr: str) -> tuple[Cause, str]:
+    """The cause of a command check that ran to an exit code outside ``expect``.
+
+    Returns the cause and a sentence to add to the detail ("" when there is nothing to
+    explain: the product answered no).
+    """
+    if runs_pytest(gate.argv):
+        if exit_code in PYTEST_NOT_RED:
+            return Cause.BROKEN_TEST, f"{PYTEST_NOT_RED[exit_code]}: the tests never answered"
+        if _NO_PYTEST.search(stderr):
+            return (
+                Cause.BROKEN_TEST,
+                "the check's python has no pytest (No module named pytest): install it "
+                "where the check runs, or name the python that has it",
+            )
+    return Cause.PRODUCT, ""
+
+
+def product_frame(exc: BaseException, root: Path, verifier_files: Collection[str]) -> str | None:
+    """``path:line`` of the product code that raised ``exc``, or None when it was not.
+
+    Frames are read from the innermost outward; frames outside the root (the standard
+    library, installed packages, pytest-vgate) are passed over, so a product calling
+    ``json.loads`` on bad data is still the product. The first frame inside the root
+    decides: a product file gives its place; the verifier's own module or a test file
+    (``test_*.py``, ``*_test.py``, ``conftest.py``, anything under ``tests/``) gives None.
+    """
+    try:
+        return _first_own_frame(traceback.extract_tb(exc.__traceback__), root, verifier_files)
+    except (ValueError, OSError, TypeError):  # odd file names (a NUL): not provably the product
+        return None
+
+
+def _first_own_frame(
+    frames: traceback.StackSummary, root: Path, verifier_files: Collection[str]
+) -> str | None:
+    root_real = os.path.realpath(root)
+    theirs = {os.path.realpath(f) for f in verifier_files if f}
+    for frame in reversed(frames):
+        filename = frame.filename
+        if not filename or filename.startswith("<"):
+            continue
+        real = os.path.realpath(filename)
+        if os.path.commonpath([real, root_real]) != root_real or real.startswith(_OURS + os.sep):
+            continue
+        rel = Path(os.path.relpath(real, root_real))
+        if _LIBRARY_PARTS.intersection(rel.parts):
+            continue
+        if real in theirs or _is_test_file(rel):
+            return None
+        return f"{rel.as_posix()}:{frame.lineno}"
+    return None
+
+
+def _is_test_file(rel: Path) -> bool:
+    name = rel.name
+    return (
+        name == "conftest.py"
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or bool(_TEST_DIRS.intersection(rel.parts[:-1]))
+    )
