@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -114,3 +115,17 @@ def check_env(
     if prefix is None or PREFIX_ENV in set_values or PREFIX_ENV in passed:
         return set_values
     return {PREFIX_ENV: os.fspath(prefix), **set_values}
+
+
+def use_fresh_bytecode(tree: Path) -> None:
+    """In a process of its own (a verifier's child): the same cache and check as a command.
+
+    Never raises; without a cache the process keeps Python's own behaviour.
+    """
+    try:
+        prefix = cache_prefix()
+        if prefix is not None:
+            invalidate(prefix, tree)
+            sys.pycache_prefix = os.fspath(prefix)
+    except Exception:  # noqa: BLE001 - bytecode hygiene must never cost the verdict
+        return

@@ -127,3 +127,19 @@ def test_a_gate_may_choose_its_own_prefix(tree: Path, tmp_path: Path) -> None:
         {"id": "g", "check": check, "env": {"set": {"PYTHONPYCACHEPREFIX": str(own)}}}, root=tree
     )
     assert run_check(gate, RunContext(root=tree, default_timeout=60, caller_env=ENV)).ok
+
+
+def test_a_python_verifier_imports_the_source_as_it_is_now(tree: Path) -> None:
+    (tree / "checks.py").write_text(
+        "def value_is_plus(ctx):\n    import pkg.m\n    return pkg.m.VALUE == '+'\n"
+    )
+    gate = gate_from_mapping(
+        {"id": "v", "type": "python", "verifiers": ["checks:value_is_plus"]}, root=tree
+    )
+    ctx = RunContext(root=tree, default_timeout=60, caller_env=ENV)
+    assert plain_python_value(tree) == "-"  # compiled into the tree's __pycache__
+    assert run_check(gate, ctx).mode is Mode.FAIL
+    same_size_edit(tree / "pkg" / "m.py", NEW)
+    assert plain_python_value(tree) == "-"  # stale for plain Python
+    verdict = run_check(gate, ctx)
+    assert verdict.ok, verdict.detail

@@ -18,6 +18,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate import bytecode
 from pytest_vgate.causes import product_frame
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
@@ -174,6 +175,8 @@ def execute(
     Raises only what the caller must see: nothing from the verifier itself.
     """
     target = VerifierTarget.from_dict(job["target"])
+    if fresh_process:  # its own process: import the tree's source as it is now
+        bytecode.use_fresh_bytecode(Path(job["root"]))
     extend_sys_path([str(p) for p in job.get("sys_path", ())], first=fresh_process)
     where = f"importing {target.module}:{target.qualname}"
     try:
