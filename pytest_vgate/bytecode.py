@@ -28,6 +28,9 @@ from pathlib import Path
 
 PREFIX_ENV = "PYTHONPYCACHEPREFIX"
 CACHE_DIRNAME = "pytest-vgate"
+# Installed packages inside the tree (a project's .venv) are not the tree's source: their
+# entries are trusted as Python trusts them, and not walked before every check.
+INSTALLED = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# pytest-vgate bytecode cache\n"
 
 
@@ -80,7 +83,8 @@ def invalidate(prefix: Path, tree: Path | str) -> int:
     removed = 0
     for mirror in mirror_of(prefix, tree):
         source_base = os.sep + os.path.relpath(mirror, prefix)
-        for folder, _dirs, names in os.walk(mirror):
+        for folder, dirs, names in os.walk(mirror):
+            dirs[:] = [d for d in dirs if d not in INSTALLED]
             sources = os.path.join(source_base, os.path.relpath(folder, mirror))
             for name in names:
                 if name.endswith(".pyc") and _stale(
