@@ -155,7 +155,6 @@ class BaseWorktree:
         self._lock_fd: int | None = None
         self._removed = False
         self._owned = False  # only the process that created the tree may delete it
-        self._git_dir = ""  # the repository's common git dir, as the marker names it
 
     def __repr__(self) -> str:
         return f"BaseWorktree(ref={self.ref!r}, sha={self.sha[:7]}, path={str(self.path)!r})"
@@ -187,7 +186,6 @@ class BaseWorktree:
             root_rel=root_rel,
         )  # fmt: skip
         tree._owned = True
-        tree._git_dir = _common_dir(top)
         try:
             tree._lock_fd = os.open(holder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(tree._lock_fd, fcntl.LOCK_EX)  # held for our life: "we are alive"
@@ -195,7 +193,7 @@ class BaseWorktree:
                 "marker": MARKER,
                 "pid": os.getpid(),
                 "repo": str(top),
-                "git_dir": tree._git_dir,
+                "git_dir": _common_dir(top),
                 "worktree": os.path.realpath(tree.path),
                 "ref": ref,
                 "sha": sha,
@@ -244,8 +242,9 @@ class BaseWorktree:
         ok, _, err = _git(["worktree", "prune"], self.repo)
         if not ok:
             warnings.append(f"vgate base worktree {self.path}: git worktree prune: {err}")
-        if _holder_is_ours(self.holder, self.path, self._git_dir):
-            shutil.rmtree(self.holder, ignore_errors=True)
+        # The holder is the folder ``create`` made with mkdtemp in this very process
+        # (``_owned``); rmtree does not follow a symlink put in its place.
+        shutil.rmtree(self.holder, ignore_errors=True)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
