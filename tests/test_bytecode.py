@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import make_bugfix_repo
 
 from pytest_vgate import bytecode
 from pytest_vgate.process import run_process
@@ -143,3 +144,15 @@ def test_a_python_verifier_imports_the_source_as_it_is_now(tree: Path) -> None:
     assert plain_python_value(tree) == "-"  # stale for plain Python
     verdict = run_check(gate, ctx)
     assert verdict.ok, verdict.detail
+
+
+def test_the_suites_repository_fixture_leaves_no_stale_bytecode(tmp_path: Path) -> None:
+    """``BugFixRepo.reintroduce_bug`` is a same-size edit: it must drop the tree's pyc."""
+    repo = make_bugfix_repo(tmp_path)
+    add = [sys.executable, "-c", "from pkg.mathx import add; print(add(2, 3))"]
+    assert run_process(add, cwd=repo.root, env=ENV, timeout=60).stdout == "5\n"
+    assert list((repo.root / "pkg" / "__pycache__").glob("mathx.*.pyc"))
+    before = repo.mathx.stat()
+    repo.reintroduce_bug()
+    os.utime(repo.mathx, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same second
+    assert run_process(add, cwd=repo.root, env=ENV, timeout=60).stdout == "-1\n"
