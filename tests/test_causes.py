@@ -8,11 +8,13 @@ raised stays ``error``/``broken_test``.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import git
 
 from pytest_vgate import run_oracle_check
 from pytest_vgate.evidence import is_genuine_red
@@ -167,3 +169,35 @@ def test_checks_that_run_nothing_are_blank(check: str) -> None:
     verdict = run_oracle_check({"check": check})
     assert (verdict.mode, verdict.cause) == (Mode.BLANK, Cause.BROKEN_TEST), verdict.detail
     assert "runs nothing" in verdict.detail
+
+
+def test_a_product_exception_on_the_base_is_a_genuine_red(
+    run_vgate, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end, plain and under -n 2: the base's product raises, the fix answers yes."""
+    repo = pytester.path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "calc.py").write_text("def half(x):\n    raise NotImplementedError\n")
+    (repo / "checks.py").write_text(
+        "def halves(ctx):\n    from pkg.calc import half\n    return half(4) == 2\n"
+    )
+    (repo / "gates.yaml").write_text(
+        "gates:\n  - id: halves\n    type: python\n    verifiers: [checks:halves]\n"
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "half is missing")
+    (repo / "pkg" / "calc.py").write_text("def half(x):\n    return x / 2\n")
+    git(repo, "commit", "-q", "-am", "half halves")
+    monkeypatch.chdir(repo)
+    report = pytester.path / "report.json"
+    result, cases = run_vgate(
+        "gates.yaml", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1",
+        "--vgate-report", str(report),
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    assert (cases["halves"]["vgate_mode"], cases["halves"]["vgate_rbg"]) == ("pass", "proven")
+    (gate,) = json.loads(report.read_text())["gates"]
+    assert (gate["base"]["mode"], gate["base"]["cause"]) == ("fail", "product")
+    assert "the code under test raised at pkg/calc.py:2" in gate["base"]["detail"]

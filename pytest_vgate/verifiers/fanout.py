@@ -161,7 +161,9 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
         timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
         gate=gate.to_dict(),
         tools=ctx.inventory,
-        sys_path=(*ctx.sys_path, str(ctx.root)),
+        # The tree being run comes first: a red run on the base must not import the
+        # current tree's modules through the session's own sys.path (its cwd, rootdir).
+        sys_path=(str(ctx.root), *ctx.sys_path),
         caller_env=ctx.caller_env,
         env=gate.env,
         capture_limit=ctx.capture_limit,
