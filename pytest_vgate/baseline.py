@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pytest_vgate import bytecode
 from pytest_vgate.process import run_git
 
 PREFIX = "vgate-base-"
@@ -245,6 +246,7 @@ class BaseWorktree:
         # The holder is the folder ``create`` made with mkdtemp in this very process
         # (``_owned``); rmtree does not follow a symlink put in its place.
         shutil.rmtree(self.holder, ignore_errors=True)
+        bytecode.forget(self.holder)  # its checks' bytecode: the path never comes back
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -409,6 +411,7 @@ def cleanup_stale_worktrees(repo: Path) -> list[Path]:
             if path.exists():
                 _git(["worktree", "remove", "--force", "--force", str(path)], top)
             shutil.rmtree(holder, ignore_errors=True)
+            bytecode.forget(holder)
             removed.append(path)
     _git(["worktree", "prune"], top)
     return removed

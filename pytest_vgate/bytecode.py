@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -119,6 +120,19 @@ def check_env(
     if prefix is None or PREFIX_ENV in set_values or PREFIX_ENV in passed:
         return set_values
     return {PREFIX_ENV: os.fspath(prefix), **set_values}
+
+
+def forget(tree: Path | str) -> None:
+    """Drop the cache's entries for a tree that is gone for good (a removed base worktree).
+
+    Never raises. Only folders inside our own cache are removed.
+    """
+    prefix = cache_prefix()
+    if prefix is None:
+        return
+    for mirror in mirror_of(prefix, tree):
+        if os.path.commonpath([mirror, prefix]) == os.fspath(prefix) and mirror != prefix:
+            shutil.rmtree(mirror, ignore_errors=True)
 
 
 def use_fresh_bytecode(tree: Path) -> None:

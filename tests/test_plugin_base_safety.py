@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, git, make_bugfix_repo
 
+from pytest_vgate import bytecode
 from pytest_vgate.baseline import PREFIX, BaseWorktree, cleanup_stale_worktrees
 
 PY = shlex.quote(sys.executable)
@@ -113,6 +114,9 @@ def test_a_session_removes_only_what_it_created(
         assert str(leaked) not in user.repo.worktrees()
         assert not leaked.parent.exists()
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(PREFIX)) == [f"{PREFIX}mine"]
+    prefix = bytecode.cache_prefix()  # the base trees' bytecode went with them
+    assert prefix is not None
+    assert not [p for m in bytecode.mirror_of(prefix, tmp) for p in m.glob(f"{PREFIX}*")]
     assert len(user.repo.worktrees()) == 1 + len(user.user_trees)
 
 
