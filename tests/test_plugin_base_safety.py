@@ -1,9 +1,9 @@
 """End to end: ``--vgate-base`` removes only what it created, whatever folders are called.
 
 A real repository living in a folder named ``vgate-base-review/`` (uncommitted work, a
-neighbour file), a worktree the user made under ``vgate-base-x/``, and one the user made
-in the session's own temp dir under a ``vgate-base-*`` name (with a file called
-``owner.json`` in it) all survive a ``--vgate-base`` session, plain and under ``-n 2``,
+neighbour file), worktrees the user made under ``vgate-base-x/``, named ``vgate-base-y``,
+and in the session's own temp dir under a ``vgate-base-*`` name (each with a file called
+``owner.json`` next to it) all survive a ``--vgate-base`` session, plain and under ``-n 2``,
 while the worktree a crashed session leaked is swept.
 """
 
@@ -73,17 +73,19 @@ def layout(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[
     neighbour.write_text("my notes\n")
     uncommitted = repo.root / "wip.txt"
     uncommitted.write_text(UNCOMMITTED)
-    trees = []
-    for tree in (pytester.path / "vgate-base-x" / "wt", private_tmp / f"{PREFIX}mine" / "wt"):
+    trees = (
+        pytester.path / "vgate-base-x" / "wt",  # under a folder with our prefix
+        pytester.path / "worktrees" / f"{PREFIX}y",  # itself named with our prefix
+        private_tmp / f"{PREFIX}mine" / "wt",  # in the session's own temp dir, too
+    )
+    for tree in trees:
         tree.parent.mkdir()
         git(repo.repo, "worktree", "add", "-q", "--detach", str(tree), "HEAD")
         (tree / "mine.txt").write_text("mine\n")
         (tree.parent / "owner.json").write_text(json.dumps({"repo": str(repo.repo)}))
-    trees.append(pytester.path / "vgate-base-x" / "wt")
-    trees.append(private_tmp / f"{PREFIX}mine" / "wt")
     (repo.root / "gates.yaml").write_text(GATES)
     monkeypatch.chdir(repo.root)
-    return UserLayout(repo, neighbour, uncommitted, tuple(trees)), private_tmp
+    return UserLayout(repo, neighbour, uncommitted, trees), private_tmp
 
 
 def leak_a_worktree(repo: BugFixRepo, tmp: Path) -> Path:
