@@ -77,7 +77,7 @@ class CitationChecker:
         sf = self.files.load(rel)
         if sf.state is not FileState.OK:
             return self._unreadable(c, sf, moved)
-        loc: Located = locate(sf, c.start_line, c.end_line, c.entities)
+        loc: Located = locate(sf, c.start_line, c.end_line, c.entities, c.description)
         status, reason = loc.status, loc.reason
         start, end = loc.start, loc.end
         if moved:

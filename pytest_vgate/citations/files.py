@@ -18,6 +18,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_vgate.citations.anchor import (
+    PLAIN_BLOCK_LINES,
+    PLAIN_MAX_LINES,
+    PROSE_MAX_LINES,
+    PyIndex,
+    is_blank,
+    is_comment,
+    python_index,
+    python_spans,
+    same_word,
+    span_anchors,
+    text_words,
+    whole_file,
+)
 from pytest_vgate.citations.entities import is_dotted, is_identifier
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
@@ -117,6 +131,8 @@ class SourceFile:
     _defs: dict[str, list[_PyDef]] | None = None
     _seen: dict[str, tuple[int, ...]] = field(default_factory=dict)
     _hits: dict[str, EntityHits] = field(default_factory=dict)
+    _index: PyIndex | None = None
+    _indexed: bool = False
 
     @property
     def line_count(self) -> int:
@@ -141,6 +157,67 @@ class SourceFile:
                 self._defs.setdefault(d.name, []).append(d)
         return self._defs.get(name, [])
 
+    @property
+    def stem(self) -> str:
+        return self.rel.rsplit("/", 1)[-1].split(".", 1)[0]
+
+    def py_index(self) -> PyIndex | None:
+        """The AST index of a Python file (None for other files and unparseable ones)."""
+        if not self._indexed:
+            self._indexed = True
+            self._index = python_index(self.text) if self.is_python else None
+        return self._index
+
+    def code_line(self, number: int) -> bool:
+        """Not blank, not comment-only, not a docstring line: a line that holds code."""
+        text = self.line(number)
+        if text is None or is_blank(text) or is_comment(text, self.rel):
+            return False
+        index = self.py_index()
+        return index is None or number not in index.text_lines
+
+    def anchor(self, entity: str, start: int, end: int) -> str | None:
+        """How ``entity`` stands as its own code on lines ``start``..``end``, or None."""
+        index = self.py_index()
+        if index is not None and (is_identifier(entity) or is_dotted(entity)):
+            for span in python_spans(index, entity, self.stem):
+                how = span_anchors(index, span, start, end)
+                if how is not None:
+                    return how
+            return None
+        width = end - start + 1
+        name = entity.rsplit(".", 1)[-1]
+        for n in self.occurrences(entity):
+            if n < start or n > end or not self.code_line(n):
+                continue
+            if width <= PLAIN_MAX_LINES:
+                return f"on line {n}"
+            if (
+                index is None
+                and n - start < 3
+                and width <= PLAIN_BLOCK_LINES
+                and not whole_file(start, end, self.line_count)
+                and defines(self.lines[n - 1], name)
+            ):
+                return f"defined on line {n}, which opens the cited range"
+        return None
+
+    def prose_anchor(self, description_words: list[str], start: int, end: int) -> str | None:
+        """A description that names no code: its words must be on the cited lines."""
+        if end - start + 1 > PROSE_MAX_LINES or whole_file(start, end, self.line_count):
+            return None
+        held = [t for t in self.lines[start - 1 : end] if not is_blank(t)]
+        if not held:
+            return None
+        if not description_words:
+            return "the cited lines exist; the description names nothing more to check"
+        found = text_words(" ".join(held))
+        for word in description_words:
+            for other in sorted(found):
+                if same_word(word, other):
+                    return f"the description's word {word!r} is on the cited lines ({other!r})"
+        return None
+
     def occurrences(self, term: str) -> tuple[int, ...]:
         """Sorted line numbers where ``term`` occurs, word-bounded."""
         cached = self._seen.get(term)
@@ -160,8 +237,18 @@ class SourceFile:
             cached = self._hits[entity] = self._compute_hits(entity)
         return cached
 
+    def _code_occurrences(self, entity: str) -> set[int]:
+        """Lines where ``entity`` stands as code (AST for Python, else non-comment lines)."""
+        index = self.py_index()
+        if index is not None and (is_identifier(entity) or is_dotted(entity)):
+            return {
+                s.head if s.kind == "def" else s.start
+                for s in python_spans(index, entity, self.stem)
+            }
+        return {n for n in self.occurrences(entity) if self.code_line(n)}
+
     def _compute_hits(self, entity: str) -> EntityHits:
-        matches = set(self.occurrences(entity))
+        matches = self._code_occurrences(entity)
         spans: list[tuple[int, int]] = []
         defs: set[int] = set()
         dotted = is_dotted(entity)
@@ -173,7 +260,11 @@ class SourceFile:
                 spans.append((d.start, d.end))
                 defs.add(d.line)
             if not py and (not dotted or not self.is_python):
-                defs.update(n for n in self.occurrences(name) if defines(self.lines[n - 1], name))
+                defs.update(
+                    n
+                    for n in self.occurrences(name)
+                    if self.code_line(n) and defines(self.lines[n - 1], name)
+                )
         matches |= defs
         return EntityHits(tuple(sorted(matches)), tuple(sorted(defs)), tuple(sorted(spans)))
 

@@ -1,8 +1,9 @@
-"""Is the described entity at the cited line, and if not, where is it?
+"""Is the described entity at the cited lines, and if not, where is it?
 
-Verified: an entity occurs on a cited line, or (Python) the cited line lies inside an
-entity's definition, from its first decorator to ``end_lineno``. Otherwise the search:
-within ±``WINDOW`` lines of the citation the nearest definition, else the nearest
+Verified: an entity of the description stands as its own code on the cited lines, in a
+range that is not implausibly wide for it (``anchor``); a description that names no code
+is verified by its words on a short, non-blank range. Otherwise the search: within
+±``WINDOW`` lines of the citation the nearest definition, else the nearest code
 occurrence (a tie is ambiguous); then the whole file, where a unique definition, else a
 unique occurrence, is the correction. Entities are tried in priority order; the first
 one that occurs in the file decides.
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_vgate.citations.anchor import PLAIN_MAX_LINES, prose_words, slack, strong
 from pytest_vgate.citations.files import EntityHits, SourceFile
 from pytest_vgate.verdict import CitationStatus
 
 WINDOW = 20
-FAST_LINES = 64  # ranges shorter than this are checked line by line first
 
 
 @dataclass(frozen=True)
@@ -43,31 +44,30 @@ def _nearest(lines: tuple[int, ...], start: int, end: int) -> tuple[int, ...]:
     return tuple(n for n in near if _distance(n, start, end) == best)
 
 
-def _on_citation(hits: EntityHits, start: int, end: int) -> str | None:
-    """How the entity vouches for the cited lines, or None."""
-    for n in hits.matches:
-        if start <= n <= end:
-            return f"on line {n}"
-    for s, e in hits.spans:
-        if s <= start <= e:
-            return f"line {start} lies inside its definition (lines {s}-{e})"
-    return None
-
-
 def _shifted(sf: SourceFile, hits: EntityHits, line: int, length: int) -> tuple[int, int]:
-    """The corrected (start, end): a range keeps its length, anchored at the definition."""
+    """The corrected (start, end): a range keeps its length, anchored at the definition,
+    unless that length is implausible for what was found (then the definition's span)."""
     if length == 0:
         return line, line
-    start = next((s for s, _e in hits.spans if s <= line <= _e and line in hits.defs), line)
+    span = next(((s, e) for s, e in hits.spans if s <= line <= e and line in hits.defs), None)
+    if span is None:
+        return (line, line + length) if length < PLAIN_MAX_LINES else (line, line)
+    start, end = span
+    size = end - start + 1
+    if length + 1 > size + slack(size):
+        return start, end
     return start, min(start + length, max(sf.line_count, start))
 
 
-def locate(sf: SourceFile, start: int, end: int, entities: tuple[str, ...]) -> Located:
+def locate(
+    sf: SourceFile, start: int, end: int, entities: tuple[str, ...], description: str = ""
+) -> Located:
     """Judge a citation of lines ``start``..``end`` of ``sf`` that names ``entities``."""
     n = sf.line_count
     shape_ok = 1 <= start <= end
     beyond = end > n or start > n
     where = f"line {start}" if start == end else f"lines {start}-{end}"
+    named = tuple(e for e in entities if strong(e))
     if beyond:
         problem = f"{where} is beyond the end of the {n}-line file"
     elif not shape_ok:
@@ -75,28 +75,27 @@ def locate(sf: SourceFile, start: int, end: int, entities: tuple[str, ...]) -> L
     else:
         problem = ""
     if not problem:
-        if end - start < FAST_LINES:  # the common case: no whole-file work at all
-            for entity in entities:
-                for n in range(start, end + 1):
-                    if sf.line_has(n, entity):
-                        return Located(CitationStatus.VERIFIED, f"`{entity}`: on line {n}")
-        for entity in entities:
-            how = _on_citation(sf.hits(entity), start, end)
+        for entity in named:
+            how = sf.anchor(entity, start, end)
             if how is not None:
                 return Located(CitationStatus.VERIFIED, f"`{entity}`: {how}")
-        if not entities:
-            return Located(
-                CitationStatus.VERIFIED,
-                f"{where} exists; the description names nothing more to check",
-            )
-        problem = f"{', '.join(f'`{e}`' for e in entities)} not on {where}"
-    elif not entities:
+        if not named:
+            prose = prose_words(description)
+            how = sf.prose_anchor(prose, start, end)
+            if how is not None:
+                return Located(CitationStatus.VERIFIED, how)
+            return Located(CitationStatus.DROPPED, _prose_problem(sf, start, end, where, prose))
+        problem = (
+            f"{', '.join(f'`{e}`' for e in named)} not on {where}"
+            + _width_note(sf, start, end)
+        )
+    elif not named:
         status = CitationStatus.FABRICATED if beyond else CitationStatus.DROPPED
         return Located(
             status, f"{problem} and the description names nothing to search for", beyond_end=beyond
         )
     length = max(end - start, 0)
-    for entity in entities:
+    for entity in named:
         hits = sf.hits(entity)
         if not hits.found:
             continue
@@ -118,11 +117,38 @@ def locate(sf: SourceFile, start: int, end: int, entities: tuple[str, ...]) -> L
             candidates=found,
             beyond_end=beyond,
         )
-    names = ", ".join(f"`{e}`" for e in entities)
+    names = ", ".join(f"`{e}`" for e in named)
     return Located(
         CitationStatus.FABRICATED if beyond else CitationStatus.DROPPED,
-        f"{problem}; {names} not found anywhere in the file",
+        f"{problem}; {names} not found as code anywhere in the file",
         beyond_end=beyond,
+    )
+
+
+def _width_note(sf: SourceFile, start: int, end: int) -> str:
+    from pytest_vgate.citations.anchor import whole_file
+
+    if whole_file(start, end, sf.line_count):
+        return " (the range covers the whole file, too wide for what it names)"
+    if all(not sf.code_line(k) for k in range(start, end + 1)):
+        return " (blank or comment lines only)"
+    return ""
+
+
+def _prose_problem(sf: SourceFile, start: int, end: int, where: str, prose: list[str]) -> str:
+    from pytest_vgate.citations.anchor import PROSE_MAX_LINES, is_blank, whole_file
+
+    if whole_file(start, end, sf.line_count) or end - start + 1 > PROSE_MAX_LINES:
+        return (
+            f"{where} is too wide for a description that names no code "
+            f"(at most {PROSE_MAX_LINES} lines); cite the lines it describes"
+        )
+    if all(is_blank(sf.lines[k - 1]) for k in range(start, end + 1)):
+        return f"{where} is blank; the description names nothing to search for"
+    said = ", ".join(repr(w) for w in prose[:6])
+    return (
+        f"none of the description's words ({said}) is on {where}, and it names no code "
+        "to search for"
     )
 
 
