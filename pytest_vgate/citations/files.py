@@ -178,6 +178,8 @@ class SourceFile:
 
     def anchor(self, entity: str, start: int, end: int) -> str | None:
         """How ``entity`` stands as its own code on lines ``start``..``end``, or None."""
+        if not any(self.code_line(k) for k in range(start, end + 1)):
+            return None  # blank and comment lines never verify a description that names code
         index = self.py_index()
         if index is not None and (is_identifier(entity) or is_dotted(entity)):
             for span in python_spans(index, entity, self.stem):
@@ -200,6 +202,16 @@ class SourceFile:
                 and defines(self.lines[n - 1], name)
             ):
                 return f"defined on line {n}, which opens the cited range"
+        return None
+
+    def inside_definition(self, entity: str, start: int, end: int) -> str | None:
+        """Python: ``lines a-b`` of a definition of ``entity`` enclosing the cited lines."""
+        index = self.py_index()
+        if index is None or not (is_identifier(entity) or is_dotted(entity)):
+            return None
+        for span in python_spans(index, entity, self.stem):
+            if span.kind == "def" and span.start <= start and end <= span.end:
+                return f"lines {span.start}-{span.end}"
         return None
 
     def prose_anchor(self, description_words: list[str], start: int, end: int) -> str | None:

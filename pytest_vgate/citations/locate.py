@@ -75,19 +75,26 @@ def locate(
     else:
         problem = ""
     if not problem:
+        subject = named[0] if named else ""
         for entity in named:
             how = sf.anchor(entity, start, end)
-            if how is not None:
+            if how is None:
+                continue
+            if entity == subject:
                 return Located(CitationStatus.VERIFIED, f"`{entity}`: {how}")
+            inside = sf.inside_definition(subject, start, end)
+            if inside is not None:  # a detail of the subject, inside the subject
+                return Located(
+                    CitationStatus.VERIFIED, f"`{entity}`: {how}, inside `{subject}` ({inside})"
+                )
         if not named:
             prose = prose_words(description)
             how = sf.prose_anchor(prose, start, end)
             if how is not None:
                 return Located(CitationStatus.VERIFIED, how)
             return Located(CitationStatus.DROPPED, _prose_problem(sf, start, end, where, prose))
-        problem = (
-            f"{', '.join(f'`{e}`' for e in named)} not on {where}"
-            + _width_note(sf, start, end)
+        problem = f"{', '.join(f'`{e}`' for e in named)} not on {where}" + _width_note(
+            sf, start, end
         )
     elif not named:
         status = CitationStatus.FABRICATED if beyond else CitationStatus.DROPPED
