@@ -530,3 +530,124 @@ def test_the_docs_summary_example_has_the_real_shape() -> None:
     labels = [line.split(":", 1)[0] for line in block.splitlines()]
     empty = summary_block([]).splitlines()[1:]
     assert labels == [line.split(":", 1)[0] for line in empty]
+
+
+# --- verified means the description matches what the cited lines hold (issue 13) -------
+
+FETCH_MODULE = (
+    "import time\n"  # 1
+    "\n"  # 2
+    "\n"  # 3
+    "def fetch(url, retries=3):\n"  # 4
+    "    for attempt in range(retries):\n"  # 5
+    "        try:\n"  # 6
+    "            return _get(url)\n"  # 7
+    "        except OSError:\n"  # 8
+    "            time.sleep(2**attempt)\n"  # 9
+    "\n"  # 10
+    "    raise TimeoutError(url)\n"  # 11
+    "\n"  # 12
+    "\n"  # 13
+    "def _get(url):\n"  # 14
+    "    # fetch calls this with the url\n"  # 15
+    "    return url\n"  # 16
+    "\n"  # 17
+    "\n"  # 18
+    "def backoff(n):\n"  # 19
+    "    time.sleep(n)\n"  # 20
+    "    return n\n"  # 21
+) + "".join(f"# filler {i}\n" for i in range(22, 41))
+
+
+@pytest.mark.parametrize(
+    ("citation", "status", "corrected_to"),
+    [
+        # prose pointing at a blank line
+        ("m.py:3 — the retry loop", "dropped", None),
+        # a range covering the whole file
+        ("m.py:1-40 — `fetch` retries", "corrected", "m.py:4-11"),
+        ("m.py:1-40 — the whole module", "dropped", None),
+        # an unrelated (secondary) identifier on the line, away from the subject
+        ("m.py:20 — `fetch` sleeps with `time.sleep`", "corrected", "m.py:4"),
+        # a comment that mentions the name is not the name
+        ("m.py:15 — `fetch`", "corrected", "m.py:4"),
+        # a blank line inside the definition
+        ("m.py:10 — `fetch` gives up", "corrected", "m.py:4"),
+        # the definition's range drifted by two
+        ("m.py:6-13 — `fetch`", "corrected", "m.py:4-11"),
+        # prose whose words are not on the line
+        ("m.py:20 — the grammar tokenizer", "dropped", None),
+    ],
+)
+def test_false_verifications_of_the_first_release(
+    tmp_path: Path, citation: str, status: str, corrected_to: str | None
+) -> None:
+    r = _one(tmp_path, FETCH_MODULE, citation)
+    assert (r.status.value, r.corrected_to) == (status, corrected_to), r.reason
+
+
+@pytest.mark.parametrize(
+    "citation",
+    [
+        "m.py:4 — `fetch` retries",  # the definition line
+        "m.py:9 — `fetch` sleeps between tries",  # a line inside it
+        "m.py:4-11 — `fetch`",  # its span
+        "m.py:3-12 — `fetch`",  # its span with a little margin
+        "m.py:7 — `_get` is called",  # a call
+        "m.py:7 — `fetch` calls `_get`",  # a secondary entity inside the subject
+        "m.py:9 — `time.sleep` waits",  # a dotted call
+        "m.py:5 — the retry loop",  # prose: retry ~ retries
+        "m.py:1 — the module imports",  # prose: imports ~ import
+        "m.py:1",  # no description: the line exists
+    ],
+)
+def test_true_citations_stay_verified(tmp_path: Path, citation: str) -> None:
+    r = _one(tmp_path, FETCH_MODULE, citation)
+    assert r.status is CitationStatus.VERIFIED, r.reason
+
+
+def test_an_operator_alone_never_matches(tmp_path: Path) -> None:
+    """A backticked ``>`` matched ``-> bool`` on an unrelated line."""
+    src = "def ready(self) -> bool:\n    return True\n"
+    for citation in ("m.py:1 — `>` compares the versions", "m.py:1 — `->`", "m.py:1 — `()`"):
+        r = _one(tmp_path, src, citation)
+        assert r.status is CitationStatus.DROPPED, (citation, r.reason)
+
+
+def test_a_long_class_is_no_match_deep_inside_its_body(tmp_path: Path) -> None:
+    """A secondary class name whose body spans 500 lines matched a line deep inside it."""
+    body = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(170))
+    src = "class Secondary:\n" + body
+    deep = 1 + 3 * 150 + 2  # inside method_150
+    r = _one(tmp_path, src, f"m.py:{deep} — `Secondary` keeps the state")
+    assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:1"), r.reason
+    assert _one(tmp_path, src, f"m.py:{deep} — `method_150`").status is CitationStatus.VERIFIED
+    assert _one(tmp_path, src, "m.py:1 — `Secondary`").status is CitationStatus.VERIFIED
+    # a class body cited for one of its methods is too wide for the method
+    whole = f"m.py:1-{src.count(chr(10))} — `method_3`"
+    assert _one(tmp_path, src, whole).corrected_to == "m.py:11-12"
+
+
+def test_a_drifted_range_that_merely_mentions_the_name_is_not_verified(tmp_path: Path) -> None:
+    src = "def target_fn():\n    return 1\n" + "# filler\n" * 30
+    src += "def other():\n" + "    x = 1\n" * 10 + "    target_fn()\n" + "    y = 2\n" * 10
+    r = _one(tmp_path, src, "m.py:33-54 — `target_fn` returns one")
+    assert r.status is not CitationStatus.VERIFIED
+    assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:44"), r.reason
+
+
+def test_other_files_match_code_lines_with_the_same_width_rules(tmp_path: Path) -> None:
+    src = "// renderPage draws\n\nfunction renderPage(a) {\n  return a;\n}\n"
+    src += "".join(f"var v{i} = {i};\n" for i in range(30)) + "renderPage(1);\n"
+    n = src.count("\n")
+    cases = {
+        "web.js:1 — `renderPage`": ("corrected", "web.js:3"),  # a comment line
+        "web.js:3 — `renderPage`": ("verified", None),
+        f"web.js:{n} — `renderPage` is called": ("verified", None),
+        "web.js:3-5 — `renderPage`": ("verified", None),  # opened by its definition
+        f"web.js:1-{n} — `renderPage`": ("corrected", "web.js:3"),  # the whole file
+        "web.js:2 — the page": ("dropped", None),  # prose on a blank line
+    }
+    for citation, expected in cases.items():
+        r = _one(tmp_path, src, citation, name="web.js")
+        assert (r.status.value, r.corrected_to) == expected, (citation, r.reason)

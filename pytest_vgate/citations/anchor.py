@@ -176,9 +176,7 @@ def python_index(text: str) -> PyIndex | None:
             name = _chain(node)
             if name is not None:
                 index.add(index.dotted, name, Span("use", *_lines(node)))
-        elif isinstance(node, ast.arg):
-            index.add(index.names, node.arg, Span("use", *_lines(node)))
-        elif isinstance(node, ast.keyword) and node.arg:
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
             index.add(index.names, node.arg, Span("use", *_lines(node)))
         elif isinstance(node, ast.alias):
             span = Span("use", *_lines(node))
@@ -241,9 +239,9 @@ def span_anchors(index: PyIndex, span: Span, start: int, end: int) -> str | None
         if span.start <= start and end <= span.end:
             if index.innermost(start, end) != span:
                 return None  # the range lies inside a nested definition: that one is cited
-            if span.is_class and span.size > CLASS_SMALL_LINES:
-                if start > span.head + CLASS_HEAD_LINES:
-                    return None  # deep inside a long class body: not the class itself
+            long_class = span.is_class and span.size > CLASS_SMALL_LINES
+            if long_class and start > span.head + CLASS_HEAD_LINES:
+                return None  # deep inside a long class body: not the class itself
             return f"lines {start}-{end} lie inside its definition (lines {span.start}-{span.end})"
         if start <= span.start and span.end <= end and width <= span.size + slack(span.size):
             return f"its definition (lines {span.start}-{span.end}) is the cited range"

@@ -104,7 +104,7 @@ def _from_backticks(span: str) -> str | None:
     decl = _DECL_SPAN_RE.match(s)
     if decl:
         return decl.group(1)
-    if s.endswith("()"):
+    if s.endswith("()") and len(s) > 2:
         s = s[:-2]
     if is_identifier(s):
         return s

@@ -89,6 +89,13 @@ def locate(
                 )
         if not named:
             prose = prose_words(description)
+            if entities and not prose:
+                weak = ", ".join(f"`{e}`" for e in entities)
+                return Located(
+                    CitationStatus.DROPPED,
+                    f"the description names only {weak}: punctuation, keywords and builtin "
+                    "names match any code, so they verify nothing",
+                )
             how = sf.prose_anchor(prose, start, end)
             if how is not None:
                 return Located(CitationStatus.VERIFIED, how)

@@ -544,7 +544,8 @@ def main(argv: list[str]) -> int:
     for case, predicted, to in outcomes:
         if predicted != case.status or (predicted == "corrected" and to != case.corrected_to):
             print(
-                f"MISS {case.kind}: {case.text} -> {predicted} {to} (true {case.status} {case.corrected_to})"
+                f"MISS {case.kind}: {case.text} -> {predicted} {to} "
+                f"(true {case.status} {case.corrected_to})"
             )
     print(render_table(figures))
     if "--write-docs" in argv:
