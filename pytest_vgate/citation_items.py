@@ -20,12 +20,14 @@ from pytest_vgate.citations import (
     fix_documents,
     parse_citations,
 )
-from pytest_vgate.citations.files import SNIFF_BYTES
+from pytest_vgate.citations.documents import read_document
+from pytest_vgate.citations.files import SNIFF_BYTES, NotRegularFile, TooLarge, file_kind
 from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.items import MARKER, VgateFailure, failure_text
+from pytest_vgate.runner import run_citation
 from pytest_vgate.session import Resources, resources
-from pytest_vgate.spec import GatesFile
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.spec import GatesFile, GatesFileError
+from pytest_vgate.verdict import CitationStatus, Mode
 
 
 def checker_for(res: Resources, root: Path) -> CitationChecker:
@@ -37,6 +39,12 @@ def checker_for(res: Resources, root: Path) -> CitationChecker:
     return checker
 
 
+def _properties(item: pytest.Item, pairs: Iterable[tuple[str, Any]]) -> None:
+    for name, value in pairs:
+        if value is not None and value != "":
+            item.user_properties.append((name, str(value)))
+
+
 class CitationItem(pytest.Item):
     def __init__(self, *, citation: Citation, root: Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -46,40 +54,114 @@ class CitationItem(pytest.Item):
 
     def runtest(self) -> None:
         res = resources(self.config)
-        result = checker_for(res, self.root).check(self.citation)
+        verdict, result = run_citation(checker_for(res, self.root), self.citation)
         source = self.citation.source(self.config.rootpath)
-        fixed_from = (
-            res.fixed_citations.get(_fix_key(self.citation)) if res.fixed_citations else None
-        )
+        fixed = res.fixed_citations.get(_fix_key(self.citation)) if res.fixed_citations else None
+        fixed_from, original = _fixed_record(fixed)
+        # After --vgate-fix the record keeps what was found: the block counts the
+        # original outcome (corrected, a line past the end), the item passes when the
+        # rewritten citation is now right.
+        shown = original if original is not None and result.ok else result
         payload: dict[str, Any] = {
             "kind": "citation",
             "source": source,
             "citation": self.citation.raw,
             "location": self.citation.location,
-            "status": result.status.value,
-            "corrected_to": result.corrected_to,
+            "status": shown.status.value,
+            "corrected_to": shown.corrected_to,
             "reason": result.reason,
             "fixed_from": fixed_from,
             "root": str(self.root),
+            "ok": result.ok,
+            "mode": verdict.mode.value,
+            "cause": verdict.cause.value if verdict.cause else None,
             "result": result.to_dict(),
+            "original": original.to_dict() if original is not None else None,
         }
         self.vgate_payload = payload
-        for name, value in (
-            ("vgate_citation", result.status.value),
-            ("vgate_corrected_to", result.corrected_to),
-            ("vgate_source", source),
-            ("vgate_fixed_from", fixed_from),
-        ):
-            if value:
-                self.user_properties.append((name, value))
+        _properties(
+            self,
+            (
+                ("vgate_citation", shown.status.value),
+                ("vgate_corrected_to", shown.corrected_to),
+                ("vgate_source", source),
+                ("vgate_fixed_from", fixed_from),
+                ("vgate_mode", verdict.mode.value),
+                ("vgate_cause", verdict.cause.value if verdict.cause else None),
+            ),
+        )
         if not result.ok:
-            raise VgateFailure(format_citation_report(result, source))
+            report = format_citation_report(result, source)
+            if verdict.mode is Mode.ERROR:
+                report += f"\nmode:      error ({verdict.detail})"
+            raise VgateFailure(report)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         return failure_text(excinfo) or super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.citation.document, self.citation.line - 1, f"citation {self.name}"
+
+
+def _fixed_record(fixed: Any) -> tuple[str | None, CitationResult | None]:
+    """(the location before --vgate-fix, the result checking it gave) of a fixed citation."""
+    if isinstance(fixed, str):
+        return fixed, None
+    if isinstance(fixed, dict):
+        original = fixed.get("result")
+        return (
+            str(fixed.get("was")) if fixed.get("was") else None,
+            CitationResult.from_dict(original) if isinstance(original, dict) else None,
+        )
+    return None, None
+
+
+class CitationDocumentItem(pytest.Item):
+    """The audit of one document as a whole: it passes when the document was read (and
+    holds no citation: otherwise its citations are the items), fails when it cannot or
+    must not be read. Either way the document shows up in the run and in the summary."""
+
+    def __init__(self, *, document: Path, problem: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.document = document
+        self.problem = problem
+        self.vgate_payload: dict[str, Any] | None = None
+
+    def runtest(self) -> None:
+        source = _shown(self.document, self.config.rootpath)
+        mode = Mode.ERROR if self.problem else Mode.PASS
+        self.vgate_payload = {
+            "kind": "citation-document",
+            "document": source,
+            "citations": 0,
+            "ok": not self.problem,
+            "mode": mode.value,
+            "cause": "broken_test" if self.problem else None,
+            "detail": self.problem or "read; it holds no citation",
+        }
+        _properties(
+            self,
+            (
+                ("vgate_mode", mode.value),
+                ("vgate_cause", "broken_test" if self.problem else None),
+                ("vgate_source", source),
+            ),
+        )
+        if self.problem:
+            raise VgateFailure(f"citation document {source} was not audited: {self.problem}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        return failure_text(excinfo) or super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
+        return self.document, 0, f"audit of {_shown(self.document, self.config.rootpath)}"
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def format_citation_report(result: CitationResult, source: str) -> str:
@@ -103,8 +185,25 @@ def format_citation_report(result: CitationResult, source: str) -> str:
 
 def collect_document_citations(
     parent: pytest.Collector, document: Path, root: Path
-) -> Iterator[CitationItem]:
-    for citation in read_document_citations(document):
+) -> Iterator[pytest.Item]:
+    """One item per citation; a document with none, or one that cannot be read, is one
+    document item instead (so it is visibly audited and never breaks its neighbours)."""
+    if not _owns(parent, document):
+        return  # the same document is also given elsewhere: it is checked there, once
+    try:
+        citations = read_document_citations(document)
+        problem = ""
+    except DocumentError as exc:
+        citations, problem = [], str(exc)
+    if not citations:
+        name = _document_name(parent, document)
+        doc_item = CitationDocumentItem.from_parent(
+            parent, name=name, document=document, problem=problem
+        )
+        doc_item.add_marker(MARKER)
+        yield doc_item
+        return
+    for citation in citations:
         item = CitationItem.from_parent(
             parent, name=_item_name(parent, citation), citation=citation, root=root
         )
@@ -112,22 +211,54 @@ def collect_document_citations(
         yield item
 
 
+class DocumentError(Exception):
+    """A cited document that cannot or must not be read; the text says which and why."""
+
+
 def read_document_citations(document: Path) -> list[Citation]:
-    """The document's citations; an unreadable or binary document is a collection error
-    that names it (pytest shows a ``CollectError`` as its message, without a traceback)."""
+    """The document's citations; a document that is not a readable regular UTF-8 text file
+    raises ``DocumentError`` (a named pipe or device is never opened in blocking mode)."""
+    kind = file_kind(str(document))
+    if kind not in ("file", ""):
+        what = "a folder" if kind == "dir" else kind
+        raise DocumentError(f"it is {what}, not a regular file; it was not read")
     try:
-        data = document.read_bytes()
+        data = read_document(document)
+    except NotRegularFile as exc:
+        raise DocumentError(f"{exc}; it was not read") from None
+    except TooLarge as exc:
+        raise DocumentError(f"it is {exc.size} bytes, over the bound; it was not read") from None
     except OSError as exc:
-        raise pytest.Collector.CollectError(
-            f"pytest-vgate: cannot read the citation document {document}: "
-            f"{exc.strerror or exc}; make it a readable file or stop citing it"
+        raise DocumentError(
+            f"cannot read it: {exc.strerror or exc}; make it a readable file or stop citing it"
         ) from None
     if b"\0" in data[:SNIFF_BYTES]:
-        raise pytest.Collector.CollectError(
-            f"pytest-vgate: the citation document {document} is binary (a NUL byte in its "
-            "first 8 KiB; UTF-16 text looks like this too); cite a UTF-8 text document"
+        raise DocumentError(
+            "it is binary (a NUL byte in its first 8 KiB; UTF-16 text looks like this too); "
+            "cite a UTF-8 text document"
         )
     return parse_citations(document, decode_document(data))
+
+
+def _owns(parent: pytest.Collector, document: Path) -> bool:
+    """Whether ``parent`` checks ``document``: the first gates file (in the order given)
+    that lists it, else the ``--vgate-cite`` node. The same in every xdist worker."""
+    res = resources(parent.config)
+    key = document.resolve()
+    for path in res.settings.gates_files:
+        try:
+            loaded = res.gates_file(path)
+        except GatesFileError:
+            continue
+        if key in {d.resolve() for d in loaded.citations}:
+            return isinstance(parent, pytest.File) and parent.path.resolve() == path.resolve()
+    return True
+
+
+def _document_name(parent: pytest.Collector, document: Path) -> str:
+    if isinstance(parent, CitationDocumentNode):
+        return "document"
+    return Path(os.path.relpath(document, parent.path.parent)).as_posix()
 
 
 def _item_name(parent: pytest.Collector, citation: Citation) -> str:
@@ -159,37 +290,49 @@ def _fix_key(citation: Citation) -> str:
 def documents_to_check(
     config: pytest.Config, res: Resources, loaded: Iterable[GatesFile]
 ) -> list[tuple[Path, Path]]:
-    """Every (document, root) pair of the session."""
-    pairs: dict[tuple[Path, Path], None] = {}
+    """Every (document, root) pair of the session, each document once (the first gates
+    file that lists it wins, as in collection)."""
+    pairs: dict[Path, tuple[Path, Path]] = {}
     for gates_file in loaded:
         for document in gates_file.citations:
-            pairs[(document, gates_file.root)] = None
+            pairs.setdefault(document.resolve(), (document, gates_file.root))
     for document in res.settings.cite_files:
-        pairs[(document, config.rootpath)] = None
-    return list(pairs)
+        pairs.setdefault(document.resolve(), (document, config.rootpath))
+    return list(pairs.values())
 
 
 def fix_all_documents(config: pytest.Config, res: Resources, loaded: Iterable[GatesFile]) -> None:
-    """``--vgate-fix``: rewrite drifted citations before any item checks them (controller)."""
+    """``--vgate-fix``: rewrite drifted citations before any item checks them (controller).
+
+    Each rewritten citation keeps its record: the location it had and the result that
+    checking it gave (so the summary still counts it as corrected, and a line past the
+    end stays under FABRICATIONS CAUGHT).
+    """
     for document, root in documents_to_check(config, res, loaded):
         try:
-            citations = parse_citations(document)
-        except OSError as exc:
-            res.warnings.append(f"--vgate-fix could not read {document}: {exc}")
+            citations = read_document_citations(document)
+        except DocumentError as exc:
+            res.warnings.append(f"--vgate-fix did not read {document}: {exc}")
             continue
         checker = CitationChecker(root)
         results = [checker.check(c) for c in citations]
         corrected = [r for r in results if r.status is CitationStatus.CORRECTED]
         if not corrected:
             continue
+        refused: list[str] = []
         try:
-            fix_documents(corrected)
+            fix_documents(corrected, refused)
         except OSError as exc:
             res.warnings.append(f"--vgate-fix could not rewrite {document}: {exc}")
             continue
-        after = parse_citations(document)
-        for old, new in zip(citations, after, strict=False):
+        res.warnings.extend(f"--vgate-fix refused: {why}" for why in refused)
+        try:
+            after = read_document_citations(document)
+        except DocumentError as exc:
+            res.warnings.append(f"--vgate-fix could not read {document} back: {exc}")
+            continue
+        for old, result, new in zip(citations, results, after, strict=False):
             if old.raw != new.raw:
                 # A link whose text alone was wrong keeps its location: name the old text.
                 was = old.location if old.location != new.location else old.raw
-                res.fixed_citations[_fix_key(new)] = was
+                res.fixed_citations[_fix_key(new)] = {"was": was, "result": result.to_dict()}

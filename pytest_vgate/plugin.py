@@ -16,7 +16,7 @@ import pytest
 
 from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
-from pytest_vgate.citation_items import CitationDocumentNode, CitationItem
+from pytest_vgate.citation_items import CitationDocumentItem, CitationDocumentNode, CitationItem
 from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.extending import add_export_options, register_exporters
@@ -209,7 +209,7 @@ def pytest_pycollect_makeitem(
 
 
 def _is_vgate_item(item: pytest.Item) -> bool:
-    return isinstance(item, (_items.VgateItem, CitationItem))
+    return isinstance(item, (_items.VgateItem, CitationItem, CitationDocumentItem))
 
 
 @pytest.hookimpl(wrapper=True)

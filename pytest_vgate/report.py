@@ -61,20 +61,25 @@ def build_report(
     """The report of a session from its items' payloads (in any order)."""
     gates = []
     citations = []
+    documents = []
     for payload in payloads:
         if payload.get("kind") == "citation":
             citations.append({k: v for k, v in payload.items() if k not in ("kind", "report")})
+        elif payload.get("kind") == "citation-document":
+            documents.append({k: v for k, v in payload.items() if k != "kind"})
         else:
             entry = {k: payload.get(k) for k in GATE_FIELDS}
             entry["kind"] = payload.get("kind", "gate")
             gates.append(entry)
     citations.sort(key=_document_order)  # xdist delivers reports in any order
+    documents.sort(key=lambda d: str(d.get("document", "")))
     return {
         "version": REPORT_VERSION,
         "rootdir": str(rootdir) if rootdir is not None else None,
         "summary": summarize(gates, citations),
         "gates": gates,
         "citations": citations,
+        "citation_documents": documents,
     }
 
 
@@ -114,7 +119,9 @@ def summarize(
     for entry in citations:
         status = str(entry.get("status"))
         by_status[status] = by_status.get(status, 0) + 1
-        result = entry.get("result") or {}
+        # after --vgate-fix a rewritten citation counts as what was found
+        fixed = entry.get("original") if entry.get("ok") else None
+        result = fixed or entry.get("result") or {}
         if status == CitationStatus.FABRICATED.value or result.get("beyond_end"):
             fabrications += 1
     return {

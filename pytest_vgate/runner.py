@@ -26,6 +26,7 @@ from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
 
 if TYPE_CHECKING:
+    from pytest_vgate.citations import Citation, CitationChecker, CitationResult
     from pytest_vgate.verifiers import VerifierTarget
 
 DEFAULT_TIMEOUT = 60.0
@@ -77,6 +78,32 @@ def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
         f"verifier {target.display!r}",
         (),
     )
+
+
+def run_citation(checker: CitationChecker, citation: Citation) -> tuple[Verdict, CitationResult]:
+    """Check one citation through the same fail-closed boundary. Never raises.
+
+    ``verified`` is ``pass``; any other outcome is ``fail`` (cause ``product``: the
+    document is wrong); an exception of ours is ``error`` and a ``dropped`` result.
+    """
+    from pytest_vgate.citations import CitationResult
+    from pytest_vgate.verdict import CitationStatus
+
+    checked: list[CitationResult] = []
+
+    def run() -> Verdict:
+        result = checker.check_raising(citation)
+        checked.append(result)
+        if result.ok:
+            return Verdict(mode=Mode.PASS, detail=result.reason)
+        return Verdict.failed(
+            Mode.FAIL, f"citation is {result.status.value}: {result.reason}", cause=Cause.PRODUCT
+        )
+
+    verdict = _guarded(run, f"citation {citation.location!r}", ())
+    if checked:
+        return verdict, checked[0]
+    return verdict, CitationResult(citation, CitationStatus.DROPPED, reason=verdict.detail)
 
 
 def _guarded(run: Callable[[], Verdict], what: str, argv: tuple[str, ...]) -> Verdict:

@@ -30,7 +30,8 @@ class Resources:
     inventories: dict[str, ToolInventory] = field(default_factory=dict)  # by gates root
     base_trees: dict[str, BaseTrees] = field(default_factory=dict)  # by gates root
     tree_states: dict[str, TreeState] = field(default_factory=dict)  # by gates root
-    fixed_citations: dict[str, str] = field(default_factory=dict)  # new node name -> old
+    # new node name -> {"was": old location, "result": what checking it found}
+    fixed_citations: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     gates_files: dict[Path, GatesFile | GatesFileError] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)  # per-process caches (checkers...)

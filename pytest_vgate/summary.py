@@ -16,13 +16,14 @@ from pytest_vgate.session import Resources
 from pytest_vgate.verdict import Mode
 
 MODE_ORDER = [m.value for m in Mode]
+CITATION_KINDS = ("citation", "citation-document")
 
 
 def write_summary(
     tr: pytest.TerminalReporter, payloads: Mapping[str, Mapping[str, Any]], res: Resources
 ) -> None:
-    gates = {n: p for n, p in payloads.items() if p.get("kind") != "citation"}
-    citations = [p for p in payloads.values() if p.get("kind") == "citation"]
+    gates = {n: p for n, p in payloads.items() if p.get("kind") not in CITATION_KINDS}
+    citations = [p for p in payloads.values() if p.get("kind") in CITATION_KINDS]
     if not gates and not citations and not res.warnings:
         return
     tr.write_sep("=", "vgate")
@@ -127,15 +128,36 @@ def _green_text(p: Mapping[str, Any]) -> str:
 
 
 def _write_citations(
-    tr: pytest.TerminalReporter, citations: list[Mapping[str, Any]], res: Resources
+    tr: pytest.TerminalReporter, payloads: list[Mapping[str, Any]], res: Resources
 ) -> None:
-    """The fixes, then the VERIFICATION GATE RESULT block, in document order: reports
-    arrive in any order under xdist, and the block must not depend on it."""
+    """The audited documents, the fixes, then the VERIFICATION GATE RESULT block, in
+    document order: reports arrive in any order under xdist, and the block must not
+    depend on it. A citation rewritten by --vgate-fix counts as what was found."""
     from pytest_vgate.citations import CitationResult, summary_block
 
-    ordered = sorted(citations, key=_document_order)
-    results = [CitationResult.from_dict(c["result"]) for c in ordered]
-    fixed = [c for c in ordered if c.get("fixed_from")]
+    citations = sorted((p for p in payloads if p.get("kind") == "citation"), key=_document_order)
+    documents: dict[str, int] = {}
+    for c in citations:
+        documents[c["source"].rsplit(":", 1)[0]] = (
+            documents.get(c["source"].rsplit(":", 1)[0], 0) + 1
+        )
+    unread: list[str] = []
+    for p in payloads:
+        if p.get("kind") == "citation-document":
+            documents.setdefault(str(p["document"]), 0)
+            if not p.get("ok"):
+                unread.append(f"  {p['document']}: not audited: {p.get('detail')}")
+    results = [
+        CitationResult.from_dict(
+            c["original"] if c.get("original") and c.get("ok") else c["result"]
+        )
+        for c in citations
+    ]
+    listed = ", ".join(f"{doc} ({n})" for doc, n in sorted(documents.items()))
+    tr.write_line(f"citation documents: {len(documents)}: {listed}")
+    for line in unread:
+        tr.write_line(line, red=True)
+    fixed = [c for c in citations if c.get("fixed_from")]
     if fixed:
         tr.write_line(f"citations rewritten by --vgate-fix: {len(fixed)}")
         for c in fixed:

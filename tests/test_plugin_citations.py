@@ -184,12 +184,12 @@ import pytest_vgate.citation_items as citation_items
 _real = citation_items.fix_documents
 
 
-def _logged(results):
+def _logged(results, *args):
     results = list(results)
     if results:
         with open({log!r}, "a", encoding="utf-8") as fh:
             fh.write(os.environ.get("PYTEST_XDIST_WORKER", "controller") + "\\n")
-    return _real(results)
+    return _real(results, *args)
 
 
 citation_items.fix_documents = _logged
@@ -203,7 +203,8 @@ def test_fix_rewrites_exactly_the_corrected_citations(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """--vgate-fix: the document's bytes become the fixture's fixed bytes (once, on the
-    controller), the corrected items pass and say they were fixed; a second run verifies."""
+    controller), the corrected items pass and say they were fixed, the block still counts
+    them as corrected (and a line past the end as a fabrication); a second run verifies."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # when this suite runs in one
     log = pytester.path / "fixes.log"
     (repo.root / "conftest.py").write_text(SPY_CONFTEST.format(log=str(log)), encoding="utf-8")
@@ -222,8 +223,8 @@ def test_fix_rewrites_exactly_the_corrected_citations(
     assert f"citations rewritten by --vgate-fix: {len(corrected)}" in lines
     for key, case, new_key in corrected:
         got = cases[cite_name(new_key)]
-        assert (got["outcome"], got["vgate_citation"]) == ("passed", "verified"), case.label
-        assert "vgate_corrected_to" not in got
+        assert (got["outcome"], got["vgate_citation"]) == ("passed", "corrected"), case.label
+        assert (got["vgate_mode"], got["vgate_corrected_to"]) == ("pass", case.corrected_to)
         fixed_from = got["vgate_fixed_from"]
         if case.location != case.fixed_location:
             assert fixed_from == case.location, case.label
@@ -235,9 +236,8 @@ def test_fix_rewrites_exactly_the_corrected_citations(
         if case.status != CORRECTED:
             got = cases[cite_name(key)]
             assert got["vgate_citation"] == case.status and "vgate_fixed_from" not in got
-    assert_summary_is_last_vgate_block(
-        lines, expected_block(doc_entries(repo.fixed_cases), repo.root)
-    )
+    # the record survives the fix: counted as found, fabrications still caught
+    assert_summary_is_last_vgate_block(lines, expected_block(doc_entries(repo.cases), repo.root))
 
     again, cases = run_vgate("--vgate-cite", DOC)
     assert repo.answer.read_bytes() == repo.fixed_bytes
@@ -289,11 +289,11 @@ def _setpriv_prefix() -> list[str] | None:
 UNUSABLE = {
     # name: (file content or None for no file, expected exit code, words in the output)
     "missing": (None, pytest.ExitCode.USAGE_ERROR, ["file not found", "nowhere.md"]),
-    "binary": (b"\x7fELF\x02\x01\x00\x00" + bytes(range(256)) * 4, 2, ["binary", "doc.md"]),
-    "utf-16": ("src/app.py:1 — `x`\n".encode("utf-16"), 2, ["binary", "doc.md"]),
+    "binary": (b"\x7fELF\x02\x01\x00\x00" + bytes(range(256)) * 4, 1, ["binary", "doc.md"]),
+    "utf-16": ("src/app.py:1 — `x`\n".encode("utf-16"), 1, ["binary", "doc.md"]),
     "unreadable": (
         b"src/app.py:1 \xe2\x80\x94 imports\n",
-        2,
+        1,
         ["cannot read", "doc.md", "Permission denied"],
     ),
     # not an error: stray bytes are replaced, the document's citations are still checked
@@ -305,8 +305,9 @@ UNUSABLE = {
 def test_unusable_document_is_a_clear_error(
     kind: str, repo: CitationRepo, pytester: pytest.Pytester
 ) -> None:
-    """A missing, binary, UTF-16 or unreadable document: a usage or collection error that
-    names it, without a traceback; stray non-UTF-8 bytes are no error at all."""
+    """A missing document is a usage error; a binary, UTF-16 or unreadable one is a failed
+    document item (mode ``error``) that names it and says why, without a traceback, and
+    the block is still printed; stray non-UTF-8 bytes are no error at all."""
     content, code, words = UNUSABLE[kind]
     name = "nowhere.md" if content is None else "doc.md"
     if content is not None:
@@ -327,21 +328,34 @@ def test_unusable_document_is_a_clear_error(
         assert word in out, (word, out)
     assert "INTERNALERROR" not in out
     assert "Traceback" not in out and "citation_items.py" not in out, out
+    if code == 1:
+        assert "doc.md: not audited:" in out and "- Total citations: 0" in out, out
 
 
-def test_binary_document_in_a_gates_file_is_a_collection_error(
-    repo: CitationRepo, pytester: pytest.Pytester
+def test_a_bad_document_in_a_gates_file_spares_its_neighbours(
+    repo: CitationRepo, run_vgate: RunVgate
 ) -> None:
-    """Under xdist too: the workers' collection error names the document."""
+    """Plain and under xdist: the binary document is one failed item (mode ``error``)
+    naming it; the gates file's gate and its other document are collected and run."""
     (repo.root / "docs/blob.md").write_bytes(b"\x00\x01 src/app.py:3 - imports\n")
-    (repo.root / "gates.yaml").write_text('citations: ["docs/*.md"]\n', encoding="utf-8")
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "-n", "2"
+    (repo.root / "gates.yaml").write_text(
+        'citations: ["docs/*.md"]\ngates:\n  - id: ok\n    check: python -c pass\n'
+        "    tools: [python]\n    red: not-required\n",
+        encoding="utf-8",
     )
-    out = result.stdout.str() + result.stderr.str()
-    # plain pytest stops (2); under xdist a worker's collection error fails the run (1)
-    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED), out
-    assert "docs/blob.md is binary" in out
+    result, cases = run_vgate("--vgate", "gates.yaml")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert cases["ok"]["outcome"] == "passed", cases["ok"]
+    blob = cases["docs/blob.md"]
+    assert (blob["outcome"], blob["vgate_mode"], blob["vgate_cause"]) == (
+        "failure",
+        "error",
+        "broken_test",
+    )
+    assert "docs/blob.md was not audited: it is binary" in out
+    assert sum(1 for name in cases if name.startswith("docs/answer.md:")) == len(repo.cases)
+    assert f"- Total citations: {len(repo.cases)}" in result.stdout.lines
     assert "INTERNALERROR" not in out
 
 

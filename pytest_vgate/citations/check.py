@@ -37,13 +37,17 @@ class CitationChecker:
     def check(self, citation: Citation) -> CitationResult:
         """Never raises: an internal failure is a ``dropped`` result saying so."""
         try:
-            result = self._check(citation)
-            if citation.link_mismatch:
-                result = self._mismatch(result)
+            return self.check_raising(citation)
         except Exception as exc:  # noqa: BLE001 - every citation gets a (failing) verdict
             return CitationResult(
                 citation, DROPPED, reason=f"internal error: {type(exc).__name__}: {exc}"
             )
+
+    def check_raising(self, citation: Citation) -> CitationResult:
+        """``check`` for the fail-closed runner, which turns an exception into ``error``."""
+        result = self._check(citation)
+        if citation.link_mismatch:
+            result = self._mismatch(result)
         return result
 
     def _check(self, c: Citation) -> CitationResult:
@@ -56,10 +60,25 @@ class CitationChecker:
                 "only, so it was refused and nothing of it was read",
                 outside_root=True,
             )
+        if found.vcs:
+            return CitationResult(
+                c,
+                DROPPED,
+                reason=f"{c.path} lies inside {found.vcs}/, version-control metadata, which "
+                "citations never read (it can hold credentials); refused, nothing of it was read",
+                outside_root=True,
+            )
         if found.rel is not None:
             return self._judge(c, found.rel, moved=False)
         if found.is_dir:
             return CitationResult(c, DROPPED, reason=f"{c.path} is a directory, not a file")
+        if found.special:
+            return CitationResult(
+                c,
+                DROPPED,
+                reason=f"{c.path} is {found.special}, not a regular file; only regular files "
+                "are read, so it was not opened",
+            )
         return self._elsewhere(c)
 
     def _unreadable(self, c: Citation, sf: SourceFile, moved: bool) -> CitationResult:

@@ -14,6 +14,7 @@ import bisect
 import enum
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from pytest_vgate.citations.anchor import (
 from pytest_vgate.citations.entities import is_dotted, is_identifier
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})  # never read, whatever is cited
 SNIFF_BYTES = 8192  # a NUL in these makes a file binary
 SKIP_DIRS = frozenset(
     {
@@ -64,6 +66,8 @@ class Resolution:
     outside: bool = False
     why_outside: str = ""
     is_dir: bool = False
+    special: str = ""  # "a named pipe (FIFO)", ...: exists, is not a regular file
+    vcs: str = ""  # the version-control folder the path lies in (".git")
 
 
 @dataclass(frozen=True)
@@ -402,28 +406,43 @@ class RootFiles:
         bases.append(self.root)
         escapes = links_out = 0
         is_dir = False
+        special = ""
         for base in dict.fromkeys(bases):
             candidate = os.path.normpath(os.path.join(base, written))
             if not inside(candidate, self.root):
                 escapes += 1  # refused lexically: nothing outside is even stat'ed
                 continue
+            vcs = vcs_part(os.path.relpath(candidate, self.root))
+            if vcs:
+                return Resolution(vcs=vcs)  # refused lexically too: nothing in it is touched
             real = os.path.realpath(candidate)
             if not inside(real, self.root):
                 links_out += 1
                 continue
-            if os.path.isfile(real):
+            vcs = vcs_part(os.path.relpath(real, self.root))
+            if vcs:
+                return Resolution(vcs=vcs)  # a symlink into the metadata
+            kind = file_kind(real)
+            if kind == "file":
                 return Resolution(rel=os.path.relpath(candidate, self.root).replace(os.sep, "/"))
-            is_dir = is_dir or os.path.isdir(real)
+            is_dir = is_dir or kind == "dir"
+            if kind not in ("file", "dir", ""):
+                special = special or kind
         if links_out:
             return Resolution(outside=True, why_outside="a symlink that leads outside the root")
         if escapes == len(dict.fromkeys(bases)):
             return Resolution(outside=True, why_outside="a path that leaves the root")
-        return Resolution(is_dir=is_dir)
+        return Resolution(is_dir=is_dir, special=special)
 
     def inside_file(self, rel: str) -> bool:
         """A root-relative index entry that is a regular file inside the root after symlinks."""
         real = os.path.realpath(os.path.join(self.root, rel))
-        return inside(real, self.root) and os.path.isfile(real)
+        return (
+            inside(real, self.root)
+            and not vcs_part(rel)
+            and not vcs_part(os.path.relpath(real, self.root))
+            and file_kind(real) == "file"
+        )
 
     # -- file contents -------------------------------------------------------------------
 
@@ -439,23 +458,85 @@ class RootFiles:
             return SourceFile(rel, FileState.UNREADABLE)
         self.loads += 1
         try:
-            with open(real, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size > self.max_bytes:
-                    return SourceFile(rel, FileState.TOO_LARGE, size=size)
-                head = fh.read(SNIFF_BYTES)
-                if b"\0" in head:
-                    return SourceFile(rel, FileState.BINARY, size=size)
-                data = head + fh.read(self.max_bytes + 1 - len(head))
+            data = read_regular(real, self.max_bytes)
+        except NotRegularFile:
+            return SourceFile(rel, FileState.UNREADABLE)
+        except TooLarge as exc:
+            return SourceFile(rel, FileState.TOO_LARGE, size=exc.size)
         except OSError:
             return SourceFile(rel, FileState.UNREADABLE)
-        if len(data) > self.max_bytes:
-            return SourceFile(rel, FileState.TOO_LARGE, size=len(data))
+        if b"\0" in data[:SNIFF_BYTES]:
+            return SourceFile(rel, FileState.BINARY, size=len(data))
         text = data.decode("utf-8", errors="replace")
         if text.startswith("\ufeff"):
             text = text[1:]
         lines, starts = split_lines(text)
         return SourceFile(rel, FileState.OK, size=len(data), text=text, lines=lines, _starts=starts)
+
+
+_KINDS = (
+    (stat.S_ISREG, "file"),
+    (stat.S_ISDIR, "dir"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(path: str) -> str:
+    """``file``, ``dir``, a special file's description, or ``""`` when nothing is there.
+
+    ``stat`` only: a named pipe is never opened to find out what it is.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return ""
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
+def vcs_part(rel: str) -> str:
+    """The version-control folder (``.git``, ...) a root-relative path lies in, or ``""``."""
+    parts = rel.replace(os.sep, "/").split("/")
+    return next((p for p in parts if p in VCS_DIRS), "")
+
+
+class NotRegularFile(OSError):
+    """The path is a named pipe, socket, device or folder: it is not read."""
+
+
+class TooLarge(OSError):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of a regular file, opened without blocking and checked after opening
+    (so a file swapped for a FIFO after a check is still never read)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((k for test, k in _KINDS if test(info.st_mode)), "a special file")
+            raise NotRegularFile(f"{os.fspath(path)} is {kind}, not a regular file")
+        if info.st_size > max_bytes:
+            raise TooLarge(info.st_size)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise TooLarge(total)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _git_files(root: str) -> list[str] | None:
@@ -470,7 +551,7 @@ def _git_files(root: str) -> list[str] | None:
         return None
     if result.exit_code != 0 or result.stdout_bytes > DEFAULT_CAPTURE_LIMIT:
         return None  # not a work tree, git missing, or output truncated
-    return sorted({p for p in result.stdout.split("\0") if p})
+    return sorted({p for p in result.stdout.split("\0") if p and not vcs_part(p)})
 
 
 def _walk_files(root: str) -> Iterator[str]:

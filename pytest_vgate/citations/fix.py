@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from pytest_vgate.citations.documents import read_document
 from pytest_vgate.citations.parse import LinkToken, Token, decode_document, scan_line
 from pytest_vgate.citations.result import CitationResult
 from pytest_vgate.verdict import CitationStatus
@@ -68,7 +69,45 @@ def citation_edits(result: CitationResult, line: str) -> list[Edit]:
     return _token_edits(tok, new_path, start, end)
 
 
-def _fix_text(text: str, results: list[CitationResult]) -> tuple[str, int]:
+def _apply(line: str, changes: dict[tuple[int, int], str]) -> str:
+    for (a, b), new in sorted(changes.items(), reverse=True):
+        line = line[:a] + new + line[b:]
+    return line
+
+
+def _reads_back(result: CitationResult, line: str, changes: dict[tuple[int, int], str]) -> str:
+    """Why the rewritten line would not parse back to exactly the corrected citation
+    (``""`` when it does): what cannot be written exactly is not written at all."""
+    c = result.citation
+    assert result.corrected_to is not None
+    spot_path, start, end = split_spot(result.corrected_to)
+    new_line = _apply(line, changes)
+    found = _find(line, c.raw, c.doc_column)
+    if found is None:
+        return "the citation no longer stands on its line"
+    begin = found.span[0]
+    at = begin + sum(len(new) - (b - a) for (a, b), new in changes.items() if b <= begin)
+    tokens = [t for t in scan_line(new_line) if t.span[0] == at]
+    if not tokens:
+        return "the rewritten text would no longer read as one citation"
+    tok = tokens[0]
+    target = tok.target if isinstance(tok, LinkToken) else tok
+    want_path = c.path if spot_path == result.resolved else spot_path
+    if target.path != want_path:
+        return (
+            f"the path {want_path!r} would read back as {target.path!r} (citations cannot "
+            "carry spaces or other characters outside a path's usual set)"
+        )
+    if (target.start, target.end) != (start, end) and target.start != start:
+        return f"the location would read back as {target.start}-{target.end}"
+    if isinstance(tok, LinkToken) and tok.mismatch:
+        return f"the link would still disagree: {tok.mismatch}"
+    return ""
+
+
+def _fix_text(
+    text: str, results: list[CitationResult], refused: list[str] | None = None
+) -> tuple[str, int]:
     """Citations are found by line (fixing never adds or removes a line), so results
     checked before earlier fixes on the same document still land."""
     lines = text.split("\n")
@@ -82,14 +121,20 @@ def _fix_text(text: str, results: list[CitationResult]) -> tuple[str, int]:
         seen.add((c.line, c.doc_column))
         line = lines[c.line - 1]
         changes = {(a, b): new for a, b, new in citation_edits(r, line) if line[a:b] != new}
-        if changes:
-            fixed += 1
-            edits.setdefault(c.line - 1, {}).update(changes)
+        if not changes:
+            continue
+        why = _reads_back(r, line, changes)
+        if why:
+            if refused is not None:
+                refused.append(
+                    f"{c.source()} {c.raw}: not rewritten to {r.corrected_to}: {why}; "
+                    "fix it by hand"
+                )
+            continue
+        fixed += 1
+        edits.setdefault(c.line - 1, {}).update(changes)
     for index, changes in edits.items():
-        line = lines[index]
-        for (a, b), new in sorted(changes.items(), reverse=True):
-            line = line[:a] + new + line[b:]
-        lines[index] = line
+        lines[index] = _apply(lines[index], changes)
     return "\n".join(lines), fixed
 
 
@@ -109,10 +154,14 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def fix_documents(results: Iterable[CitationResult]) -> dict[Path, int]:
+def fix_documents(
+    results: Iterable[CitationResult], refused: list[str] | None = None
+) -> dict[Path, int]:
     """Rewrite every ``corrected`` citation in its document; returns rewritten counts.
 
-    Only documents that changed appear in the answer; calling it again is a no-op.
+    Only documents that changed appear in the answer; calling it again is a no-op. A
+    rewrite whose result would not read back as exactly the corrected citation is not
+    made; ``refused`` (when given) receives one message per such citation.
     """
     by_document: dict[Path, list[CitationResult]] = {}
     for r in results:
@@ -120,8 +169,8 @@ def fix_documents(results: Iterable[CitationResult]) -> dict[Path, int]:
             by_document.setdefault(r.citation.document, []).append(r)
     counts: dict[Path, int] = {}
     for document, items in by_document.items():
-        data = document.read_bytes()
-        text, fixed = _fix_text(decode_document(data), items)
+        data = read_document(document)
+        text, fixed = _fix_text(decode_document(data), items, refused)
         new = text.encode("utf-8", errors="surrogateescape")
         if fixed and new != data:
             _write_atomically(document, new)

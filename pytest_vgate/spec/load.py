@@ -6,7 +6,6 @@ Every problem a user can fix is a ``GatesFileError`` naming ``FILE:LINE`` and th
 from __future__ import annotations
 
 import difflib
-import glob
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -226,12 +225,11 @@ def _parse_citations(top: _Where, *, folder: Path, root: Path) -> tuple[Path, ..
                 "citations",
                 f"citation {pattern!r} is absolute; write it relative to the gates file's folder",
             )
-        matches = glob.glob(pattern, root_dir=folder, recursive=True)
-        documents = [
-            p
-            for p in (_resolve(top.shown, folder / m, "citations", line) for m in matches)
-            if p.is_file()
-        ]
+        # Not glob.glob: its ``**`` follows directory symlinks and never ends on a link
+        # back up the tree. Special files stay in, to be reported (and never read).
+        from pytest_vgate.citations.documents import expand
+
+        documents = [m.path for m in expand(pattern, folder)]
         if not documents:
             top.fail(
                 line,
