@@ -651,3 +651,161 @@ def test_other_files_match_code_lines_with_the_same_width_rules(tmp_path: Path) 
     for citation, expected in cases.items():
         r = _one(tmp_path, src, citation, name="web.js")
         assert (r.status.value, r.corrected_to) == expected, (citation, r.reason)
+
+
+# --- --vgate-fix never corrupts a document (issue 10) ----------------------------------
+
+DRIFT_SOURCE = "\n" * 9 + "def target():\n    a = 1\n    b = 2\n    return a + b\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "fixed"),
+    [
+        ("- a.py:3 — `target`", "- a.py:10 — `target`"),
+        ("- a.py:3-6 — `target`", "- a.py:10-13 — `target`"),
+        ("- a.py:3–6 — `target`", "- a.py:10–13 — `target`"),
+        ("- a.py:3:7 - `target`", "- a.py:10:7 - `target`"),
+        ("- a.py#L3: `target`", "- a.py#L10: `target`"),
+        ("- a.py#L3-L6 — `target`", "- a.py#L10-L13 — `target`"),
+        ("- a.py#L3-6 — `target`", "- a.py#L10-13 — `target`"),
+        ("- [the `target`](a.py#L3)", "- [the `target`](a.py#L10)"),
+        ("- [a.py:3](a.py#L3) — `target`", "- [a.py:10](a.py#L10) — `target`"),
+        ("- [x](<a.py#L3>) — `target`", "- [x](<a.py#L10>) — `target`"),
+        ("The `target` function (`a.py:3`) adds.", "The `target` function (`a.py:10`) adds."),
+        ("| `a.py:3` | `target` |", "| `a.py:10` | `target` |"),
+    ],
+)
+def test_every_form_is_fixed_exactly_and_once(tmp_path: Path, written: str, fixed: str) -> None:
+    (tmp_path / "a.py").write_text(DRIFT_SOURCE)
+    doc = tmp_path / "answer.md"
+    doc.write_bytes(b"\xef\xbb\xbfintro\r\n" + written.encode() + b"\r\ncaf\xe9\n")
+    (result,) = check_document(tmp_path, doc)
+    assert result.status is CitationStatus.CORRECTED, result.reason
+    refused: list[str] = []
+    assert fix_documents([result], refused) == {doc: 1}
+    assert not refused
+    assert doc.read_bytes() == b"\xef\xbb\xbfintro\r\n" + fixed.encode() + b"\r\ncaf\xe9\n"
+    (again,) = check_document(tmp_path, doc)
+    assert again.status is CitationStatus.VERIFIED, again.reason
+    before = doc.read_bytes()
+    assert fix_documents(check_document(tmp_path, doc)) == {}  # a second run changes nothing
+    assert doc.read_bytes() == before
+
+
+def test_a_path_with_a_space_is_refused_not_mangled(tmp_path: Path) -> None:
+    """The first release rewrote ``docs/app.py`` into ``my my docs/app.py``, once per run."""
+    (tmp_path / "my docs").mkdir()
+    (tmp_path / "my docs/app.py").write_text(DRIFT_SOURCE)
+    doc = tmp_path / "answer.md"
+    written = b"- see my docs/app.py:10 \xe2\x80\x94 `target`\n"
+    doc.write_bytes(written)
+    for _ in range(3):
+        (result,) = check_document(tmp_path, doc)
+        assert (result.status, result.corrected_to) == (
+            CitationStatus.CORRECTED,
+            "my docs/app.py:10",
+        )
+        refused: list[str] = []
+        assert fix_documents([result], refused) == {}
+        assert doc.read_bytes() == written
+        (message,) = refused
+        assert "answer.md:1 docs/app.py:10" in message and "'my docs/app.py'" in message
+        assert "fix it by hand" in message
+
+
+# --- what citations never read (issue 10) -----------------------------------------------
+
+
+def test_vcs_metadata_is_refused_and_never_read(tmp_path: Path) -> None:
+    token = "ghp_vgateSECRETtoken0123456789"
+    for vcs in (".git", ".hg", ".svn"):
+        (tmp_path / vcs).mkdir()
+        (tmp_path / vcs / "config").write_text(f"url = https://x:{token}@example.com/r\n")
+    (tmp_path / "cfg.ini").symlink_to(tmp_path / ".git/config")
+    doc = tmp_path / "answer.md"
+    doc.write_text(
+        "- .git/config:1 — the `url`\n- .hg/config:1 — `url`\n- .svn/config:1 — `url`\n"
+        "- sub/../.git/config:1 — `url`\n- cfg.ini:1 — `url`\n- docs/.git/config:1 — `url`\n"
+    )
+    checker = CitationChecker(tmp_path)
+    results = checker.check_all(parse_citations(doc))
+    assert [r.status for r in results] == [CitationStatus.DROPPED] * 6
+    for r in results:
+        assert r.outside_root and "version-control metadata" in r.reason, r.reason
+    assert checker.files.loads == 0  # nothing was opened
+    dumped = json.dumps([r.to_dict() for r in results]) + summary_block(results)
+    assert token not in dumped
+
+
+def test_special_files_are_dropped_never_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.py")
+    doc = tmp_path / "answer.md"
+    doc.write_text("- pipe.py:1 — `reader`\n")
+    (result,) = check_document(tmp_path, doc)  # a blocking open would hang here
+    assert result.status is CitationStatus.DROPPED
+    assert "named pipe (FIFO), not a regular file" in result.reason
+
+
+def test_reading_refuses_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
+    from pytest_vgate.citations.files import NotRegularFile, read_regular
+
+    os.mkfifo(tmp_path / "p")
+    with pytest.raises(NotRegularFile, match="named pipe"):
+        read_regular(tmp_path / "p", 1024)
+
+
+# --- globs terminate and stay inside (issue 10) -----------------------------------------
+
+
+def _tree(root: Path) -> None:
+    for rel in ("docs/a.md", "docs/b.md", "docs/x/c.md", "docs/x/y/d.md", "docs/.hidden.md",
+                "top.md", "docs/x/e.txt", "docs/[ab].md"):  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x\n")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["docs/*.md", "docs/**/*.md", "**/*.md", "*.md", "docs/a.md", "docs/?.md", "docs/[ab].md",
+     "docs/x/**", "docs/**/c.md", "**", "docs/*/*.md", "nothing/*.md"],
+)  # fmt: skip
+def test_expansion_agrees_with_glob_on_a_plain_tree(tmp_path: Path, pattern: str) -> None:
+    import glob
+
+    from pytest_vgate.citations.documents import expand
+
+    _tree(tmp_path)
+    expected = sorted(
+        (tmp_path / m).resolve()
+        for m in glob.glob(pattern, root_dir=tmp_path, recursive=True)
+        if (tmp_path / m).is_file()
+    )
+    assert [m.path for m in expand(pattern, tmp_path)] == expected
+
+
+def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) -> None:
+    """``glob.glob("docs/**/*.md")`` runs for minutes on this tree (exponential)."""
+    import time
+
+    from pytest_vgate.citations.documents import expand
+
+    _tree(tmp_path / "root")
+    root = tmp_path / "root"
+    (root / "docs/x/y/up").symlink_to("../..")
+    (root / "docs/x/up2").symlink_to("..")
+    (root / "docs/x/y/top").symlink_to(root)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/leak.md").write_text("secret\n")
+    (root / "docs/out").symlink_to(tmp_path / "outside")
+    (root / "docs/leak.md").symlink_to(tmp_path / "outside/leak.md")
+    (root / ".git").mkdir()
+    (root / ".git/x.md").write_text("x\n")
+    os.mkfifo(root / "docs/pipe.md")
+    started = time.monotonic()
+    found = expand("**/*.md", root, allowed=(root,))
+    assert time.monotonic() - started < 30  # a generous hang bound, not a speed check
+    rels = sorted(m.path.relative_to(root.resolve()).as_posix() for m in found)
+    assert rels == ["docs/[ab].md", "docs/a.md", "docs/b.md", "docs/pipe.md", "docs/x/c.md",
+                    "docs/x/y/d.md", "top.md"]  # fmt: skip
+    pipe = next(m for m in found if m.path.name == "pipe.md")
+    assert pipe.unreadable == "it is a named pipe (FIFO), not a regular file"

@@ -109,6 +109,9 @@ def test_cite_option_every_outcome(
         assert got["vgate_source"] == f"{DOC}:{doc_line(key)}", (case.label, got)
         assert got["outcome"] == ("passed" if case.status == VERIFIED else "failure"), case.label
         assert "vgate_fixed_from" not in got
+        # through the one runner: a mode and a cause, like a gate's
+        mode = (got["vgate_mode"], got.get("vgate_cause"))
+        assert mode == (("pass", None) if case.status == VERIFIED else ("fail", "product"))
     # the block: exact, the last of the vgate section, its counts those of the items
     lines = result.stdout.lines
     block = expected_block(doc_entries(repo.cases), repo.root)
@@ -400,3 +403,181 @@ def test_the_documented_session_is_what_pytest_prints(
             assert lines[start : start + len(shown)] == shown, "\n".join(lines)
     ((name, fixed),) = marked_blocks(DOCS_PAGE, "example-fixed")
     assert (pytester.path / name).read_text(encoding="utf-8") == fixed
+
+
+# --- every document visibly audited, once (issue 13) -----------------------------------
+
+
+def test_a_document_without_citations_prints_the_block_with_zeros(
+    repo: CitationRepo, run_vgate: RunVgate
+) -> None:
+    """Alone, it is one passing document item: the session exits 0, not 5."""
+    (repo.root / "docs/empty.md").write_text("# Nothing cited here\n\nJust prose.\n")
+    result, cases = run_vgate("--vgate-cite", "docs/empty.md")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert cases["document"]["outcome"] == "passed"
+    assert cases["document"]["vgate_mode"] == "pass"
+    assert "citation documents: 1: docs/empty.md (0)" in result.stdout.lines
+    assert_summary_is_last_vgate_block(
+        result.stdout.lines,
+        [
+            "VERIFICATION GATE RESULT:",
+            "- Total citations: 0",
+            "- Verified at original location: 0",
+            "- Corrected (line drift): 0",
+            "- Dropped (file/line/content not found): 0",
+            "- FABRICATIONS CAUGHT: N",
+        ],
+    )
+
+
+def test_the_same_document_given_twice_is_counted_once(
+    repo: CitationRepo, run_vgate: RunVgate, pytester: pytest.Pytester
+) -> None:
+    (repo.root / "gates.yaml").write_text(f"citations: [{DOC}, 'docs/*.md']\n", encoding="utf-8")
+    (repo.root / "gates2.yaml").write_text(f"citations: [{DOC}]\n", encoding="utf-8")
+    report = pytester.path / "twice.json"
+    result, cases = run_vgate(
+        "--vgate-cite", DOC, "--vgate", "gates.yaml", "--vgate", "gates2.yaml",
+        "--vgate-report", str(report),
+    )  # fmt: skip
+    assert f"- Total citations: {len(repo.cases)}" in result.stdout.lines, result.stdout.str()
+    assert sum(citation_counts(cases).values()) == len(repo.cases)
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert len(data["citations"]) == len(repo.cases)
+    assert all(e["nodeid"].startswith("gates.yaml::") for e in data["citations"])
+
+
+def test_item_words_and_block_words_agree(repo: CitationRepo, run_vgate: RunVgate) -> None:
+    """A fabricated citation says ``fabricated`` on its item and is listed under
+    FABRICATIONS CAUGHT; a line past the end found elsewhere says so on both."""
+    result, cases = run_vgate("--vgate-cite", DOC)
+    out = result.stdout.str()
+    block = next(line for line in result.stdout.lines if line.startswith("- FABRICATIONS"))
+    for key, case in repo.cases.items():
+        if case.status == FABRICATED or case.beyond_end:
+            assert f"{DOC}:{doc_line(key)} {case.location} (" in block, case.label
+            assert f"citation {case.location} ({DOC}:{doc_line(key)}) is {case.status}" in out
+            got = cases[cite_name(key)]
+            assert got["vgate_citation"] == case.status
+        if case.beyond_end:
+            assert "fabrication sign: the cited line is beyond the end of the file" in out
+
+
+# --- the record survives the fix (issue 13) ---------------------------------------------
+
+
+def test_the_json_report_keeps_the_original_and_the_corrected_citation(
+    repo: CitationRepo, run_vgate: RunVgate, pytester: pytest.Pytester
+) -> None:
+    report = pytester.path / "fixed.json"
+    result, _ = run_vgate("--vgate-cite", DOC, "--vgate-fix", "--vgate-report", str(report))
+    assert repo.answer.read_bytes() == repo.fixed_bytes, result.stdout.str()
+    data = json.loads(report.read_text(encoding="utf-8"))
+    entries = {e["source"]: e for e in data["citations"] if e.get("original")}
+    beyond = [(k, c) for k, c in repo.cases.items() if c.beyond_end and c.status == CORRECTED]
+    assert beyond
+    for key, case in beyond:
+        entry = entries[f"{DOC}:{doc_line(key)}"]
+        assert entry["status"] == "corrected" and entry["fixed_from"] == case.location
+        assert entry["original"]["citation"]["raw"].endswith(case.location.split("/")[-1])
+        assert entry["original"]["beyond_end"] is True
+        assert entry["original"]["corrected_to"] == case.corrected_to
+        assert entry["result"]["status"] == "verified"
+        assert entry["location"] == case.fixed_location
+    n_corrected = sum(1 for c in repo.cases.values() if c.status == CORRECTED)
+    assert len(entries) == n_corrected
+
+
+# --- what a session never reads, and never hangs on (issue 10) --------------------------
+
+HANG_BOUND = 240  # seconds: generous; the faults below hung for ever before
+
+
+def _bounded(pytester: pytest.Pytester, dist_args: list[str], *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", *dist_args, *args, timeout=HANG_BOUND
+    )
+
+
+def test_fifos_at_a_cited_path_and_under_a_glob_never_hang(
+    repo: CitationRepo, pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    os.mkfifo(repo.root / "src/pipe.py")
+    os.mkfifo(repo.root / "docs/pipe.md")
+    (repo.root / "docs/pipes.md").write_text("- src/pipe.py:1 — `reader`\n", encoding="utf-8")
+    (repo.root / "gates.yaml").write_text('citations: ["docs/*.md"]\n', encoding="utf-8")
+    junit = pytester.path / "pipes.xml"
+    result = _bounded(pytester, dist_args, "--vgate", "gates.yaml", f"--junitxml={junit}")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    from helpers.junit import junit_cases
+
+    cases = junit_cases(junit)
+    pipe_doc = cases["docs/pipe.md"]
+    assert (pipe_doc["outcome"], pipe_doc["vgate_mode"]) == ("failure", "error")
+    assert "docs/pipe.md: not audited: it is a named pipe (FIFO), not a regular file" in out
+    cited = cases["docs/pipes.md:1:src/pipe.py:1"]
+    assert cited["vgate_citation"] == "dropped"
+    assert "src/pipe.py is a named pipe (FIFO), not a regular file" in out
+    assert f"- Total citations: {len(repo.cases) + 1}" in result.stdout.lines
+
+
+def test_globs_with_symlink_loops_terminate(
+    repo: CitationRepo, pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    deep = repo.root / "docs/a/b"
+    deep.mkdir(parents=True)
+    (deep / "note.md").write_text("- src/app.py:3 — the `functools` import\n", encoding="utf-8")
+    (deep / "up").symlink_to("../..")
+    (deep / "up2").symlink_to("../../..")
+    (repo.root / "docs/a/loop").symlink_to("..")
+    (repo.root / "docs/root").symlink_to(repo.root)
+    (repo.root / "gates.yaml").write_text('citations: ["docs/**/*.md"]\n', encoding="utf-8")
+    # gates.yaml as the only collection argument: pytest's own walk of the folder (what it
+    # does without arguments) follows these links too, and is pytest's, not the plugin's
+    result = _bounded(pytester, dist_args, "--vgate", "gates.yaml", "gates.yaml")
+    out = result.stdout.str()
+    assert f"- Total citations: {len(repo.cases) + 1}" in result.stdout.lines, out
+    assert "INTERNALERROR" not in out
+
+
+def test_a_citation_into_git_metadata_leaks_no_token(
+    repo: CitationRepo, pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    token = "ghp_" + "vgateTokenNeverShown0123456789abcd"
+    (repo.root / ".git").mkdir()
+    (repo.root / ".git/config").write_text(
+        f'[remote "origin"]\n\turl = https://bot:{token}@github.com/o/r.git\n', encoding="utf-8"
+    )
+    (repo.root / "docs/git.md").write_text(
+        "- .git/config:2 — the `url` of origin\n- .git/config:99 — the `url`\n",
+        encoding="utf-8",
+    )
+    junit, report = pytester.path / "git.xml", pytester.path / "git.json"
+    result = _bounded(
+        pytester, dist_args, "--vgate-cite", "docs/git.md", "-v", "-rA",
+        f"--junitxml={junit}", "--vgate-report", str(report),
+    )  # fmt: skip
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "lies inside .git/, version-control metadata" in out
+    for text in (out, junit.read_text(encoding="utf-8"), report.read_text(encoding="utf-8")):
+        assert token not in text
+        assert "github.com/o/r" not in text
+
+
+def test_fix_refuses_a_path_with_a_space_and_says_so(
+    repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    (repo.root / "my docs").mkdir()
+    (repo.root / "my docs/tool.py").write_text("\n" * 5 + "def spaced():\n    pass\n")
+    doc = repo.root / "docs/space.md"
+    written = "- see my docs/tool.py:6 — `spaced`\n".encode()
+    doc.write_bytes(written)
+    for _ in range(2):
+        result = _bounded(pytester, [], "--vgate-cite", "docs/space.md", "--vgate-fix")
+        assert doc.read_bytes() == written, result.stdout.str()
+        assert "vgate warning: --vgate-fix refused: " in result.stdout.str()
+        assert "'my docs/tool.py' cannot be written as a citation" in result.stdout.str()

@@ -12,6 +12,7 @@ fixed, or the document was edited) is left alone, which makes fixing idempotent.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ from pytest_vgate.citations.result import CitationResult
 from pytest_vgate.verdict import CitationStatus
 
 Edit = tuple[int, int, str]
+_PATH_RE = re.compile(r"[\w.\-+@~%/]*\w")  # what the parser reads as a path (parse._LOC_BODY)
 
 
 def split_spot(spot: str) -> tuple[str, int, int]:
@@ -81,6 +83,12 @@ def _reads_back(result: CitationResult, line: str, changes: dict[tuple[int, int]
     c = result.citation
     assert result.corrected_to is not None
     spot_path, start, end = split_spot(result.corrected_to)
+    want_path = c.path if spot_path == result.resolved else spot_path
+    if _PATH_RE.fullmatch(want_path) is None:
+        return (
+            f"the path {want_path!r} cannot be written as a citation (a space, or another "
+            "character outside a path's usual set, would end it early)"
+        )
     new_line = _apply(line, changes)
     found = _find(line, c.raw, c.doc_column)
     if found is None:
@@ -92,7 +100,6 @@ def _reads_back(result: CitationResult, line: str, changes: dict[tuple[int, int]
         return "the rewritten text would no longer read as one citation"
     tok = tokens[0]
     target = tok.target if isinstance(tok, LinkToken) else tok
-    want_path = c.path if spot_path == result.resolved else spot_path
     if target.path != want_path:
         return (
             f"the path {want_path!r} would read back as {target.path!r} (citations cannot "
