@@ -52,9 +52,14 @@ def pytest_configure(config: pytest.Config) -> None:
         for path in (*settings.gates_files, *settings.cite_files):
             if not path.exists():
                 raise pytest.UsageError(f"pytest-vgate: file not found: {path}")
-            if not path.is_file():
+            if path.is_dir():
                 raise pytest.UsageError(
                     f"pytest-vgate: {path} is a folder; name a gates file or a document"
+                )
+            if not path.is_file():  # stat only: a named pipe is never opened
+                raise pytest.UsageError(
+                    f"pytest-vgate: {path} is not a regular file (a named pipe, socket or "
+                    "device); it is not read: name a gates file or a document"
                 )
         _add_collection_args(config, settings)
         loaded = _load_quietly(res)

@@ -524,6 +524,15 @@ def test_fifos_at_a_cited_path_and_under_a_glob_never_hang(
     assert f"- Total citations: {len(repo.cases) + 1}" in result.stdout.lines
 
 
+def test_a_fifo_given_to_cite_is_a_usage_error_not_a_hang(
+    repo: CitationRepo, pytester: pytest.Pytester
+) -> None:
+    os.mkfifo(repo.root / "docs/live.md")
+    result = _bounded(pytester, [], "--vgate-cite", "docs/live.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "docs/live.md is not a regular file (a named pipe" in result.stderr.str()
+
+
 def test_globs_with_symlink_loops_terminate(
     repo: CitationRepo, pytester: pytest.Pytester, dist_args: list[str]
 ) -> None:
