@@ -512,6 +512,28 @@ def test_an_internal_error_is_a_dropped_verdict(tmp_path: Path) -> None:
     assert r.reason.startswith("internal error: ValueError")
 
 
+def test_the_runner_turns_a_checker_error_into_mode_error_never_a_pass(tmp_path: Path) -> None:
+    from pytest_vgate.runner import run_citation
+    from pytest_vgate.verdict import Cause, Mode
+
+    bad = Citation(
+        document=tmp_path / "a.md", line=1, offset=0, raw="x", path="a\0b.py",
+        start_line=1, end_line=1,
+    )  # fmt: skip
+    verdict, result = run_citation(CitationChecker(tmp_path), bad)
+    assert (verdict.mode, verdict.cause, verdict.ok) == (Mode.ERROR, Cause.BROKEN_TEST, False)
+    assert result.status is CitationStatus.DROPPED and "ValueError" in result.reason
+    (tmp_path / "m.py").write_text(FETCH_MODULE)
+    doc = tmp_path / "a.md"
+    doc.write_text("- m.py:4 — `fetch`\n- m.py:3 — `fetch`\n- ghost.py:1 — `x`\n")
+    outcomes = [run_citation(CitationChecker(tmp_path), c) for c in parse_citations(doc)]
+    assert [(v.mode, v.cause, r.status.value) for v, r in outcomes] == [
+        (Mode.PASS, None, "verified"),
+        (Mode.FAIL, Cause.PRODUCT, "corrected"),
+        (Mode.FAIL, Cause.PRODUCT, "fabricated"),
+    ]
+
+
 # --- the docs page -----------------------------------------------------------------------
 
 
