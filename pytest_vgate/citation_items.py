@@ -61,7 +61,8 @@ class CitationItem(pytest.Item):
         # After --vgate-fix the record keeps what was found: the block counts the
         # original outcome (corrected, a line past the end), the item passes when the
         # rewritten citation is now right.
-        shown = original if original is not None and result.ok else result
+        ok = result.ok and verdict.ok  # fail closed: both must say so
+        shown = original if original is not None and ok else result
         payload: dict[str, Any] = {
             "kind": "citation",
             "source": source,
@@ -72,7 +73,7 @@ class CitationItem(pytest.Item):
             "reason": result.reason,
             "fixed_from": fixed_from,
             "root": str(self.root),
-            "ok": result.ok,
+            "ok": ok,
             "mode": verdict.mode.value,
             "cause": verdict.cause.value if verdict.cause else None,
             "result": result.to_dict(),
@@ -90,7 +91,7 @@ class CitationItem(pytest.Item):
                 ("vgate_cause", verdict.cause.value if verdict.cause else None),
             ),
         )
-        if not result.ok:
+        if not ok:
             report = format_citation_report(result, source)
             if verdict.mode is Mode.ERROR:
                 report += f"\nmode:      error ({verdict.detail})"

@@ -831,3 +831,21 @@ def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) 
                     "docs/x/y/d.md", "top.md"]  # fmt: skip
     pipe = next(m for m in found if m.path.name == "pipe.md")
     assert pipe.unreadable == "it is a named pipe (FIFO), not a regular file"
+
+
+def test_c_comment_blocks_are_comments_and_preprocessor_lines_are_code(tmp_path: Path) -> None:
+    src = (
+        "/* The zlib_init routine\n"  # 1
+        "   explains zlib_init in prose\n"  # 2
+        "*/\n"  # 3
+        "#define ZLIB_MAX 9\n"  # 4
+        "int zlib_init(void); // zlib_init is declared\n"  # 5
+    )
+    cases = {
+        "z.h:2 — `zlib_init`": ("corrected", "z.h:5"),  # inside the block, no `*`
+        "z.h:4 — `ZLIB_MAX`": ("verified", None),
+        "z.h:5 — `zlib_init`": ("verified", None),
+    }
+    for citation, expected in cases.items():
+        r = _one(tmp_path, src, citation, name="z.h")
+        assert (r.status.value, r.corrected_to) == expected, (citation, r.reason)

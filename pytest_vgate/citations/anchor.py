@@ -57,6 +57,41 @@ def strong(entity: str) -> bool:
     return True
 
 
+C_LIKE = (
+    ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".m", ".mm", ".java", ".js", ".mjs",
+    ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".cs", ".kt", ".kts", ".scala", ".swift",
+    ".css", ".scss", ".less", ".php", ".dart",
+)  # fmt: skip
+
+
+def block_comment_lines(lines: list[str]) -> set[int]:
+    """C-like files: the lines that hold nothing but comment text, inside ``/* ... */``
+    blocks or after ``//`` (strings are not tracked: a ``/*`` in a string may mislead)."""
+    out: set[int] = set()
+    inside_block = False
+    for number, line in enumerate(lines, start=1):
+        rest, code = line, ""
+        while rest:
+            if inside_block:
+                end = rest.find("*/")
+                if end < 0:
+                    rest = ""
+                else:
+                    rest, inside_block = rest[end + 2 :], False
+                continue
+            start, slash = rest.find("/*"), rest.find("//")
+            if slash >= 0 and (start < 0 or slash < start):
+                code += rest[:slash]
+                break
+            if start < 0:
+                code += rest
+                break
+            code, rest, inside_block = code + rest[:start], rest[start + 2 :], True
+        if not code.strip() and line.strip():
+            out.add(number)
+    return out
+
+
 def is_blank(line: str) -> bool:
     return not line.strip()
 
@@ -69,6 +104,8 @@ def is_comment(line: str, rel: str = "") -> bool:
     text = line.strip()
     if rel.endswith(_PROSE_FILES):
         return text.startswith("<!--")
+    if rel.endswith(C_LIKE):
+        return text.startswith(("//", "/*", "*"))  # ``#define`` is code here
     return text.startswith(_COMMENT_PREFIXES)
 
 

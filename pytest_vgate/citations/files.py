@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_vgate.citations.anchor import (
+    C_LIKE,
     PLAIN_BLOCK_LINES,
     PLAIN_MAX_LINES,
     PROSE_MAX_LINES,
     PyIndex,
+    block_comment_lines,
     is_blank,
     is_comment,
     python_index,
@@ -137,6 +139,7 @@ class SourceFile:
     _hits: dict[str, EntityHits] = field(default_factory=dict)
     _index: PyIndex | None = None
     _indexed: bool = False
+    _comments: set[int] | None = None  # C-like files: comment-only lines
 
     @property
     def line_count(self) -> int:
@@ -177,6 +180,10 @@ class SourceFile:
         text = self.line(number)
         if text is None or is_blank(text) or is_comment(text, self.rel):
             return False
+        if self.rel.endswith(C_LIKE):
+            if self._comments is None:
+                self._comments = block_comment_lines(self.lines)
+            return number not in self._comments
         index = self.py_index()
         return index is None or number not in index.text_lines
 

@@ -87,6 +87,99 @@ def installed_sources() -> list[tuple[str, Path]]:
     return found
 
 
+C_HEADERS = (Path("/usr/include/zlib.h"), Path("/usr/include/stdio.h"))  # when installed
+_C_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "extern const char void unsigned signed long short struct union typedef define "
+        "include ifdef ifndef endif else elif return static inline restrict sizeof enum "
+        "register volatile defined undef pragma error warning while break continue switch "
+        "case default float double",
+    )
+)
+
+
+def c_code_parts(text: str) -> list[str]:
+    """Each line of a C file with its comments (and string contents) blanked out: the
+    generator's own reading, a character state machine that also knows strings."""
+    out: list[str] = []
+    state = "code"
+    for line in text.split("\n"):
+        kept: list[str] = []
+        i = 0
+        while i < len(line):
+            two = line[i : i + 2]
+            ch = line[i]
+            if state == "block":
+                if two == "*/":
+                    state, i = "code", i + 2
+                    continue
+                kept.append(" ")
+            elif state == "string":
+                if ch == "\\":
+                    i += 2
+                    continue
+                if ch == '"':
+                    state = "code"
+                kept.append(" ")
+            elif two == "/*":
+                state, i = "block", i + 2
+                continue
+            elif two == "//":
+                break
+            elif ch == '"':
+                state = "string"
+                kept.append(" ")
+            else:
+                kept.append(ch)
+            i += 1
+        if state == "string":
+            state = "code"
+        out.append("".join(kept))
+    if out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def _c_rows(rel: str, text: str, rng: random.Random) -> list[tuple[str, str, str, str | None]]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    code = c_code_parts(text)
+    idents = re.compile(r"(?<![\w])[A-Za-z_]\w{4,}(?![\w])")
+    in_code: Counter[str] = Counter(m for part in code for m in idents.findall(part))
+    rows: list[tuple[str, str, str, str | None]] = []
+    code_lines = [
+        k for k, part in enumerate(code, start=1) if part.strip() and (";" in part or "(" in part)
+    ]
+    picked = 0
+    for k in sorted(rng.sample(code_lines, min(len(code_lines), 40))):
+        names = [n for n in idents.findall(code[k - 1]) if n not in _C_WORDS]
+        if names and picked < 8:
+            picked += 1
+            rows.append(("C code line", f"- {rel}:{k} — `{rng.choice(names)}`", "verified", None))
+    comment_only = [
+        k for k, part in enumerate(code, start=1) if not part.strip() and lines[k - 1].strip()
+    ]
+    picked = 0
+    for k in sorted(rng.sample(comment_only, min(len(comment_only), 200))):
+        names = [
+            n
+            for n in idents.findall(lines[k - 1])
+            if n not in _C_WORDS
+            and in_code[n] == 0
+            and not any(_mentions(lines[j], n) for j, p in enumerate(code) if p.strip())
+        ]
+        if names and picked < 8:
+            picked += 1
+            rows.append(("C comment line", f"- {rel}:{k} — `{rng.choice(names)}`", "dropped", None))
+    blanks = [k for k, line in enumerate(lines, start=1) if not line.strip()]
+    for k in sorted(rng.sample(blanks, min(len(blanks), 3))):
+        rows.append(("C blank line, prose", f"- {rel}:{k} — the stream buffer", "dropped", None))
+    rows.append(("C whole file, prose", f"- {rel}:1-{len(lines)} — the header", "dropped", None))
+    return rows
+
+
 def _mentions(line: str, name: str) -> bool:
     return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", line) is not None
 
@@ -425,7 +518,16 @@ def build_corpus(root: Path, seed: int = SEED) -> tuple[Path, list[Case], str]:
         shutil.copyfile(path, target)
         digest.update(rel.encode() + b"\0" + data)
         infos.append(SourceInfo(rel, data.decode("utf-8")))
-    rows = _generate(infos, random.Random(seed))
+    rng = random.Random(seed)
+    rows = _generate(infos, rng)
+    for header in C_HEADERS:
+        if header.is_file():
+            data = header.read_bytes()
+            rel = f"include/{header.name}"
+            (root / "include").mkdir(exist_ok=True)
+            shutil.copyfile(header, root / rel)
+            digest.update(rel.encode() + b"\0" + data)
+            rows += _c_rows(rel, data.decode("utf-8", "replace"), rng)
     lines = ["# A labelled corpus of citations", ""]
     cases: list[Case] = []
     for kind, text, status, to in rows:
