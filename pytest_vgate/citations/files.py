@@ -36,6 +36,7 @@ from pytest_vgate.citations.anchor import (
     whole_file,
 )
 from pytest_vgate.citations.entities import is_dotted, is_identifier
+from pytest_vgate.regular import NotRegularFile, open_regular
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})  # never read, whatever is cited
@@ -509,10 +510,6 @@ def vcs_part(rel: str) -> str:
     return next((p for p in parts if p in VCS_DIRS), "")
 
 
-class NotRegularFile(OSError):
-    """The path is a named pipe, socket, device or folder: it is not read."""
-
-
 class TooLarge(OSError):
     def __init__(self, size: int) -> None:
         super().__init__(f"{size} bytes")
@@ -520,17 +517,14 @@ class TooLarge(OSError):
 
 
 def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The bytes of a regular file, opened without blocking and checked after opening
-    (so a file swapped for a FIFO after a check is still never read)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags)
+    """The bytes of a regular file, at most ``max_bytes`` (``TooLarge`` beyond); anything
+    else is ``NotRegularFile`` and never read (``pytest_vgate.regular``: checked before
+    and after a non-blocking open)."""
+    fd = open_regular(os.fspath(path))
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((k for test, k in _KINDS if test(info.st_mode)), "a special file")
-            raise NotRegularFile(f"{os.fspath(path)} is {kind}, not a regular file")
-        if info.st_size > max_bytes:
-            raise TooLarge(info.st_size)
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise TooLarge(size)
         chunks: list[bytes] = []
         total = 0
         while total <= max_bytes:
