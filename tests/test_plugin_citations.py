@@ -471,8 +471,11 @@ def test_item_words_and_block_words_agree(repo: CitationRepo, run_vgate: RunVgat
 def test_the_json_report_keeps_the_original_and_the_corrected_citation(
     repo: CitationRepo, run_vgate: RunVgate, pytester: pytest.Pytester
 ) -> None:
-    report = pytester.path / "fixed.json"
-    result, _ = run_vgate("--vgate-cite", DOC, "--vgate-fix", "--vgate-report", str(report))
+    report, sarif = pytester.path / "fixed.json", pytester.path / "fixed.sarif"
+    result, _ = run_vgate(
+        "--vgate-cite", DOC, "--vgate-fix", "--vgate-report", str(report),
+        "--vgate-sarif", str(sarif),
+    )  # fmt: skip
     assert repo.answer.read_bytes() == repo.fixed_bytes, result.stdout.str()
     data = json.loads(report.read_text(encoding="utf-8"))
     entries = {e["source"]: e for e in data["citations"] if e.get("original")}
@@ -488,6 +491,11 @@ def test_the_json_report_keeps_the_original_and_the_corrected_citation(
         assert entry["location"] == case.fixed_location
     n_corrected = sum(1 for c in repo.cases.values() if c.status == CORRECTED)
     assert len(entries) == n_corrected
+    # fixed in this run, the document is right now: no SARIF finding asks for a fix
+    rules = [
+        r.get("ruleId") for run in json.loads(sarif.read_text())["runs"] for r in run["results"]
+    ]
+    assert "citation-corrected" not in rules and "citation-fabricated" in rules, rules
 
 
 # --- what a session never reads, and never hangs on (issue 10) --------------------------
