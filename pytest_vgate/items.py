@@ -113,6 +113,7 @@ class GateItem(VgateItem):
             inventory=res.inventory_for(self.gate.root),
             sys_path=sys_path,
             judge=judge_for(self) if self.gate.type in JUDGMENT_TYPES else None,
+            isolation=res.settings.isolation,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None

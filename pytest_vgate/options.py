@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate.cell import NESTED_ENV
+from pytest_vgate.process import ISOLATION_CHOICES
 from pytest_vgate.runner import DEFAULT_TIMEOUT
 from pytest_vgate.spec.values import MAX_TIMEOUT
 
@@ -26,6 +27,9 @@ _HELP = {
     "vgate_fix": "rewrite drifted citations in the documents, in place, before checking "
     "them (also with --collect-only)",
     "vgate_cite": "a document whose FILE:LINE citations become items; repeatable",
+    "vgate_isolation": "how checks are contained: auto (a private PID namespace where the "
+    "platform allows it, else the best available), strict (a check without a private PID "
+    "namespace fails with mode sandbox), off (process group only); default auto",
 }
 
 
@@ -89,6 +93,15 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help=_HELP["vgate_cite"],
     )
+    group.addoption(
+        "--vgate-isolation",
+        dest="vgate_isolation",
+        metavar="LEVEL",
+        choices=ISOLATION_CHOICES,
+        default=None,
+        help=_HELP["vgate_isolation"],
+    )
+    parser.addini("vgate_isolation", _HELP["vgate_isolation"], default="")
     parser.addini("vgate", _INI_HELP["vgate"], type="paths", default=[])
     parser.addini("vgate_cite", _INI_HELP["vgate_cite"], type="paths", default=[])
     parser.addini("vgate_base", _HELP["vgate_base"], default="")
@@ -114,13 +127,26 @@ class Settings:
     ledger: Path | None = None
     report: Path | None = None
     fix: bool = False
+    isolation: str = "auto"
+    nested: bool = False  # inside a check: every gates file and document is ignored
 
     @property
     def enabled(self) -> bool:
         return bool(self.gates_files or self.cite_files)
 
 
+def inside_a_check() -> bool:
+    """Whether this pytest runs inside a check of an outer session (a gate running pytest).
+
+    Then no gates run, however ``--vgate`` was given (command line, ``addopts``,
+    ``PYTEST_ADDOPTS``, ini ``vgate``): a gate must never start the gates again.
+    """
+    return bool(os.environ.get(NESTED_ENV))
+
+
 def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:
+    if inside_a_check():
+        return ()
     given = config.getoption(name)
     if given:
         base = config.invocation_params.dir
@@ -137,8 +163,6 @@ def _ini_gates_apply(config: pytest.Config) -> bool:
     """Ini-configured gates join a session like ``testpaths``: only when no test paths or
     node ids were named, and never inside a check (a gate running pytest would otherwise
     run the gates again, and again)."""
-    if os.environ.get(NESTED_ENV):
-        return False
     return config.args_source != pytest.Config.ArgsSource.ARGS
 
 
@@ -193,7 +217,15 @@ def read_settings(config: pytest.Config) -> Settings:
     """Resolve options and ini into ``Settings``; bad values are usage errors."""
     given_timeout = _timeout(config)
     timeout = DEFAULT_TIMEOUT if given_timeout is None else given_timeout
+    isolation = _value(config, "vgate_isolation") or "auto"
+    if isolation not in ISOLATION_CHOICES:
+        raise pytest.UsageError(
+            f"vgate_isolation (ini) must be one of {', '.join(ISOLATION_CHOICES)}, "
+            f"not {isolation!r}"
+        )
     return Settings(
+        isolation=isolation,
+        nested=inside_a_check(),
         gates_files=_paths(config, "vgate"),
         cite_files=_paths(config, "vgate_cite"),
         base=_value(config, "vgate_base"),

@@ -50,6 +50,7 @@ class RunContext:
     sys_path: tuple[str, ...] = ()
     # Judges semantic/self_review gates (pytest_vgate_judge, see judging.py); None: no judge.
     judge: Callable[[Gate, RunContext], Verdict | None] | None = None
+    isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:
@@ -213,7 +214,12 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             path_prefix=(toolchain,),
         )
         result = run_process(
-            argv, cwd=cwd, env=env, timeout=timeout, capture_limit=ctx.capture_limit
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            capture_limit=ctx.capture_limit,
+            isolation=ctx.isolation,
         )
     return verdict_from_process(gate, result, timeout=timeout, tools=(record,))
 
@@ -252,6 +258,8 @@ def verdict_from_process(
         "duration": result.duration,
         "tools": tools,
     }
+    if result.spawn_target == "isolation":  # --vgate-isolation strict, and none here
+        return Verdict.failed(Mode.SANDBOX, f"not run: {result.spawn_error}", **common)
     if result.spawn_error is not None:
         # Only a missing program (or #! interpreter) is "unavailable"; a missing cwd or a
         # file that cannot be executed is a spawn failure: "crash".

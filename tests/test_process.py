@@ -64,11 +64,20 @@ def read_pid(path: Path, within: float = 5.0) -> int:
 
 @pytest.fixture(params=["pidfd", "poll"])
 def exit_detection(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test with pidfd exit detection and again with the polling fallback."""
+    """Run a test on the process-group path (``isolation="off"``) with pidfd exit
+    detection and again with the polling fallback. The shepherd's path is tested with
+    the same faults in test_process_contain.py."""
     if request.param == "pidfd" and not process._USE_PIDFD:
         pytest.skip("os.pidfd_open not available here")
     monkeypatch.setattr(process, "_USE_PIDFD", request.param == "pidfd")
+    monkeypatch.setattr(process, "DEFAULT_ISOLATION", "off")
     return str(request.param)
+
+
+@pytest.fixture
+def group_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process-group path: pid files written by the check name pids we can see."""
+    monkeypatch.setattr(process, "DEFAULT_ISOLATION", "off")
 
 
 # --- exit codes and signals --------------------------------------------------------------
@@ -345,7 +354,7 @@ def test_deadline_kills_the_check_and_its_grandchild(tmp_path: Path, exit_detect
 
 
 @pytest.mark.slow
-def test_deadline_sigkills_what_ignores_sigterm(tmp_path: Path) -> None:
+def test_deadline_sigkills_what_ignores_sigterm(tmp_path: Path, group_path: None) -> None:
     pidfile = tmp_path / "gc.pid"
     code = (
         "import os, signal, time\n"
@@ -375,7 +384,7 @@ def test_main_exit_ends_the_run_although_a_grandchild_holds_the_pipes(
     assert wait_gone(read_pid(pidfile)), "the grandchild outlived the run"
 
 
-def test_background_process_that_closed_its_pipes_is_killed(tmp_path: Path) -> None:
+def test_background_process_that_closed_its_pipes_is_killed(tmp_path: Path, group_path: None) -> None:
     pidfile = tmp_path / "gc.pid"
     r = run("sh", "-c", f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}", timeout=30)
     assert (r.exit_code, r.timed_out) == (0, False)
@@ -403,7 +412,7 @@ def test_main_closing_its_pipes_still_hits_the_deadline() -> None:
 
 
 @pytest.mark.slow
-def test_escaped_session_ends_the_run_after_the_drain_grace(tmp_path: Path) -> None:
+def test_escaped_session_ends_the_run_after_the_drain_grace(tmp_path: Path, group_path: None) -> None:
     """A grandchild that left our group (setsid) survives: a documented limit."""
     pidfile = tmp_path / "gc.pid"
     code = (
@@ -424,7 +433,7 @@ def test_escaped_session_ends_the_run_after_the_drain_grace(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_interrupt_while_running_leaves_nothing_behind(tmp_path: Path) -> None:
+def test_interrupt_while_running_leaves_nothing_behind(tmp_path: Path, group_path: None) -> None:
     """A KeyboardInterrupt in the caller still kills the check's whole group."""
     pidfile = tmp_path / "gc.pid"
     code = (
@@ -435,7 +444,9 @@ def test_interrupt_while_running_leaves_nothing_behind(tmp_path: Path) -> None:
         "signal.setitimer(signal.ITIMER_REAL, 1.0)\n"
         f"argv = ['sh', '-c', 'sleep 300 & echo $! > {pidfile}; sleep 300']\n"
         "try:\n"
-        "    run_process(argv, cwd='.', env={'PATH': sys.argv[1]}, timeout=60)\n"
+        "    run_process(\n"
+        "        argv, cwd='.', env={'PATH': sys.argv[1]}, timeout=60, isolation='off'\n"
+        "    )\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )

@@ -1,0 +1,292 @@
+"""The caller's side of the shepherd (``shepherd.py``): start it, hand it checks, pool it.
+
+Isolation levels (``--vgate-isolation``):
+
+``strict``  checks run in a private PID namespace with their own ``/proc``; where that is
+            not available a check is not run (the runner reports ``sandbox``).
+``auto``    the namespace where the platform allows it; otherwise a subreaper shepherd
+            (every descendant still killed, but the session's processes are visible);
+            otherwise (no shepherd at all, e.g. macOS) the check's process group.
+``off``     no shepherd: the check's process group only, as in the first release.
+
+What is in force is one of :data:`LEVELS` (``namespace``, ``contained``, ``group``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.process import shepherd as _proto
+
+ISOLATION_CHOICES = ("auto", "strict", "off")
+LEVELS = ("namespace", "contained", "group")
+SCRIPT = str(Path(__file__).with_name("shepherd.py"))
+START_TIMEOUT = 20.0  # seconds for a shepherd to say it is ready (a loaded machine)
+ANSWER_TIMEOUT = 10.0  # seconds for "started" after a run request
+
+DESCRIPTIONS = {
+    "namespace": "private PID namespace (checks see only their own processes; "
+    "every descendant is killed when the check ends)",
+    "contained": "subreaper (every descendant is killed when the check ends; "
+    "the session's processes stay visible to checks)",
+    "group": "process group only (descendants that leave the group can survive)",
+}
+
+
+class ShepherdError(Exception):
+    """The shepherd could not be started or stopped answering."""
+
+
+class Shepherd:
+    """One running shepherd, used by one caller thread at a time."""
+
+    def __init__(self, want: str) -> None:
+        if not sys.executable or not os.path.isdir("/proc"):
+            raise ShepherdError("needs a Python executable and /proc")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", SCRIPT, str(theirs.fileno()), want],
+                pass_fds=(theirs.fileno(),),
+                env={},
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise ShepherdError(f"could not start the shepherd: {exc}") from exc
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.owner = os.getpid()
+        self.inner: int | None = None  # the namespace's init, as we see it
+        self.broken = False
+        try:
+            msg = self._answer(START_TIMEOUT)
+        except BaseException:
+            self.discard()
+            raise
+        if msg is None or "ready" not in msg:
+            self.discard()
+            raise ShepherdError(f"the shepherd did not start: {msg and msg.get('fatal')}")
+        self.level = str(msg["ready"])
+        self.detail = str(msg.get("detail", ""))
+        if self.level == "namespace":
+            kids = _children(self.proc.pid)
+            self.inner = kids[0] if len(kids) == 1 else None
+
+    # -- messages ------------------------------------------------------------------------
+
+    def _answer(self, timeout: float | None) -> dict[str, Any] | None:
+        self.sock.settimeout(timeout)
+        try:
+            msg, fds = _proto.receive(self.sock)
+        except (OSError, ValueError) as exc:  # timeout, reset, garbage: unusable
+            self.broken = True
+            raise ShepherdError(f"the shepherd stopped answering: {exc}") from exc
+        finally:
+            self.sock.settimeout(None)
+        for fd in fds:
+            os.close(fd)
+        if msg is None:
+            self.broken = True
+        return msg
+
+    def request(self, argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> None:
+        """Ask for a check to be started; ``started`` reads the answer."""
+        try:
+            _proto.send(self.sock, {"op": "run", "argv": argv, "cwd": cwd, "env": env}, [out, err])
+        except OSError as exc:
+            self.broken = True
+            raise ShepherdError(f"the shepherd is gone: {exc}") from exc
+
+    def started(self) -> int:
+        """The started check's pid as we see it; raises what Popen would (OSError, ...)."""
+        msg = self._answer(ANSWER_TIMEOUT)
+        if msg is None:
+            raise ShepherdError("the shepherd is gone")
+        if "oserror" in msg:
+            err, text, name = msg["oserror"]
+            raise OSError(err, text, name) if name is not None else OSError(err, text)
+        if "valueerror" in msg:
+            raise ValueError(msg["valueerror"])
+        if "started" not in msg:
+            self.broken = True
+            raise ShepherdError(f"unexpected answer from the shepherd: {msg!r}")
+        return self._host_pid(int(msg["started"]))
+
+    def _host_pid(self, pid: int) -> int:
+        if self.level != "namespace":
+            return pid
+        if self.inner is not None:
+            for kid in _children(self.inner):
+                if _ns_pid(kid) == pid:
+                    return kid
+        return -1  # unknown: never used as a target
+
+    def signal(self, sig: int) -> None:
+        try:
+            _proto.send(self.sock, {"op": "signal", "sig": int(sig)})
+        except OSError:
+            self.broken = True
+
+    def read_exit(self) -> tuple[int | None, bool]:
+        """(returncode, abandoned) once the sock is readable; (None, True) if it died."""
+        try:
+            msg = self._answer(ANSWER_TIMEOUT)
+        except ShepherdError:
+            msg = None
+        if msg is None or "exit" not in msg:
+            self.broken = True
+            return None, True
+        code = msg["exit"]
+        return (int(code) if code is not None else None), bool(msg.get("abandoned"))
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    # -- ending --------------------------------------------------------------------------
+
+    def discard(self) -> None:
+        """Stop it now: closing the socket makes it kill what it runs and exit."""
+        if self.owner != os.getpid():
+            return
+        self.broken = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            for pid in (self.inner, self.proc.pid):  # the init's death empties the namespace
+                if pid is not None and pid > 1:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            try:
+                self.proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.extend(int(p) for p in f.read().split())
+    except OSError:
+        pass
+    return found
+
+
+def _ns_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class Pool:
+    """Idle shepherds of this process, by what was asked of them (``namespace``/``contained``).
+
+    A forked child starts with an empty pool (its parent's shepherds serve the parent).
+    At exit the idle shepherds are told to stop (they kill what they run, then exit).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[Shepherd]] = {}
+        self._failed: dict[str, str] = {}  # want -> why no shepherd could be started
+        self._probe: dict[str, tuple[str, str]] = {}
+        atexit.register(self.close)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    def take(self, want: str = "namespace") -> Shepherd | None:
+        """An idle or new shepherd; None when none can run here (reason: ``failure``)."""
+        with self._lock:
+            idle = self._idle.get(want)
+            if idle:
+                return idle.pop()
+            if want in self._failed:
+                return None
+        try:
+            return Shepherd(want)
+        except ShepherdError as exc:
+            with self._lock:
+                self._failed[want] = str(exc)
+            return None
+
+    def give_back(self, shepherd: Shepherd) -> None:
+        if shepherd.broken or shepherd.owner != os.getpid():
+            shepherd.discard()
+            return
+        with self._lock:
+            self._idle.setdefault("namespace", []).append(shepherd)
+
+    def failure(self, want: str) -> str:
+        return self._failed.get(want, "")
+
+    def probe(self, isolation: str) -> tuple[str, str]:
+        """(level, detail) that checks started with ``isolation`` get in this process."""
+        if isolation == "off":
+            return "group", "--vgate-isolation off"
+        cached = self._probe.get(isolation)
+        if cached is not None:
+            return cached
+        shepherd = self.take("namespace")
+        if shepherd is None:
+            result = ("group", self.failure("namespace") or "no shepherd")
+        else:
+            result = (shepherd.level, shepherd.detail)
+            self.give_back(shepherd)
+        self._probe[isolation] = result
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for shepherds in idle.values():
+            for shepherd in shepherds:
+                shepherd.discard()
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._idle = {}
+
+
+POOL = Pool()
+
+
+def wait_answer(shepherd: Shepherd, timeout: float) -> bool:
+    """Wait until the shepherd has something to say (its exit report)."""
+    import select
+
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        readable, _, _ = select.select([shepherd.sock], [], [], left)
+        if readable:
+            return True

@@ -1,0 +1,311 @@
+"""The shepherd: a small server that starts a session's checks and kills all they leave.
+
+Run as a script (``python -I -S shepherd.py FD WANT``), never imported by the plugin: it
+uses the standard library only. One shepherd serves one caller process, one check at a
+time, over the connected UNIX stream socket ``FD``. When ``WANT`` is ``namespace`` it first
+tries to enter a new PID and mount namespace (inside a new user namespace when not
+root) and to mount a private ``/proc`` there, so a check sees only its own processes and
+the shepherd (PID 1, empty environment, not dumpable): nothing of the session. When that
+is not allowed it becomes a child subreaper instead. Either way every process a check
+starts stays a descendant of the shepherd -- ``setsid``, double forks and daemons
+included -- and is killed when the check's main process exits, at the caller's request,
+or when the caller goes away (the socket closes).
+
+Protocol (each message: 4-byte big-endian length, then a ``marshal``-ed dict; fds ride on the first byte):
+  shepherd -> caller  {"ready": LEVEL, "detail": TEXT}           LEVEL: namespace | contained
+  caller -> shepherd  {"op": "run", "argv", "cwd", "env"} + fds [stdout, stderr]
+  shepherd -> caller  {"started": PID} | {"oserror": [ERRNO, STRERROR, FILENAME]}
+                      | {"valueerror": TEXT}
+  caller -> shepherd  {"op": "signal", "sig": N}   (SIGKILL: kill every process of the check)
+  shepherd -> caller  {"exit": RETURNCODE, "abandoned": BOOL}    after everything is reaped
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+REAP_LIMIT = 5.0  # seconds to wait for killed processes (stuck in the kernel: give up)
+MAX_MESSAGE = 64 << 20
+
+
+def send(sock: socket.socket, data: dict[str, Any], fds: list[int] | None = None) -> None:
+    body = marshal.dumps(data)
+    frame = struct.pack(">I", len(body)) + body
+    sent = 0
+    if fds:
+        sent = sock.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(
+            struct.pack(f"{len(fds)}i", *fds)))])  # fmt: skip
+    sock.sendall(frame[sent:])
+
+
+def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
+    """One message and the fds that came with it; (None, []) at end of stream."""
+    fds: list[int] = []
+    head = b""
+    while len(head) < 4:
+        if max_fds and not head:
+            chunk, fds, _flags, _addr = socket.recv_fds(sock, 4, max_fds)
+        else:
+            chunk = sock.recv(4 - len(head))
+        if not chunk:
+            for fd in fds:
+                os.close(fd)
+            return None, []
+        head += chunk
+    (size,) = struct.unpack(">I", head)
+    if size > MAX_MESSAGE:
+        raise ValueError(f"message of {size} bytes")
+    body = bytearray()
+    while len(body) < size:
+        chunk = sock.recv(min(size - len(body), 1 << 20))
+        if not chunk:
+            return None, fds
+        body += chunk
+    return marshal.loads(bytes(body)), fds
+
+
+class Shepherd:
+    def __init__(self, sock: socket.socket, level: str) -> None:
+        self.sock = sock
+        self.level = level  # "namespace": PID 1 of our own namespace; "contained": subreaper
+
+    def kill_all(self) -> None:
+        """SIGKILL every process below us (in a namespace: every other process in it)."""
+        if self.level == "namespace":
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            return
+        for pid in own_children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def reap_all(self) -> bool:
+        """Kill and reap until no child is left (orphans come to us); False if stuck."""
+        end = time.monotonic() + REAP_LIMIT
+        pause = 0.0005
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if pid:
+                continue
+            if time.monotonic() > end:
+                return False
+            self.kill_all()  # a process forked while we were killing: again
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+    def run(self, req: dict[str, Any], fds: list[int]) -> bool:
+        """Start one check, supervise it, report its exit; False when the caller left."""
+        try:
+            if len(fds) != 2:
+                send(self.sock, {"valueerror": "the caller sent no output pipes"})
+                return True
+            try:
+                pid = spawn(req["argv"], req["cwd"], req["env"], fds[0], fds[1])
+            except OSError as exc:
+                send(self.sock, {"oserror": [exc.errno, exc.strerror, _name(exc.filename)]})
+                return True
+            except (ValueError, TypeError) as exc:
+                send(self.sock, {"valueerror": str(exc)})
+                return True
+        finally:
+            for fd in fds:
+                os.close(fd)
+        send(self.sock, {"started": pid})
+        code, caller_left = self.watch(pid)
+        self.kill_all()
+        clean = self.reap_all()
+        if caller_left:
+            return False
+        send(self.sock, {"exit": code, "abandoned": not clean})
+        return True
+
+    def watch(self, pid: int) -> tuple[int | None, bool]:
+        """Wait for the main process's exit, obeying signal requests.
+
+        Returns (its exit code as ``subprocess`` reports it, whether the caller left).
+        """
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                pidfd = None
+        try:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    return os.waitstatus_to_exitcode(status), False
+                watched = [self.sock] + ([pidfd] if pidfd is not None else [])
+                readable, _, _ = select.select(watched, [], [], None if pidfd else 0.02)
+                if self.sock not in readable:
+                    continue
+                req, extra = receive(self.sock)
+                for fd in extra:
+                    os.close(fd)
+                if req is None:
+                    return None, True
+                if req.get("op") == "signal":
+                    sig = int(req.get("sig", signal.SIGKILL))
+                    if sig == signal.SIGKILL:
+                        self.kill_all()
+                    else:
+                        try:
+                            os.killpg(pid, sig)
+                        except OSError:
+                            pass
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+    def serve(self) -> None:
+        while True:
+            req, fds = receive(self.sock, max_fds=2)
+            if req is None:
+                return
+            if req.get("op") != "run":
+                for fd in fds:
+                    os.close(fd)
+                continue
+            if not self.run(req, fds):
+                return
+
+
+def spawn(argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> int:
+    """Start a check as the plugin's direct path would: new session, stdin /dev/null,
+    only stdout/stderr open, PATH from ``env``. Raises what ``Popen`` raises."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        close_fds=True,
+        start_new_session=True,
+    )
+    proc.returncode = 0  # reaped by us (waitpid), not by Popen
+    return proc.pid
+
+
+def _name(filename: object) -> str | None:
+    return None if filename is None else os.fsdecode(filename)  # type: ignore[arg-type]
+
+
+def own_children() -> list[int]:
+    pids: list[int] = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids.extend(int(p) for p in f.read().split())
+    except OSError:
+        pass
+    return pids
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def enter_namespace(libc: ctypes.CDLL, sock: socket.socket) -> None:
+    """Become PID 1 of a new PID namespace with a private /proc; OSError if not allowed.
+
+    The process that called us stays outside, waits for the namespace's init and exits
+    with its status; the init dies with it (parent-death signal) and, being init, takes
+    every process of the namespace with it.
+    """
+    import ctypes
+
+    uid, gid = os.geteuid(), os.getegid()
+    flags = CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if uid != 0 else 0)
+    if libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+    if uid != 0:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1\n")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1\n")
+    child = os.fork()
+    if child:
+        sock.close()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _, status = os.waitpid(child, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (getppid() is 0 in here)
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"making / private: {os.strerror(err)}")
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mounting a private /proc: {os.strerror(err)}")
+
+
+def main(argv: list[str]) -> None:
+    sock = socket.socket(fileno=int(argv[1]))
+    want = argv[2] if len(argv) > 2 else "namespace"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; Ctrl-C is its
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    import ctypes  # here, not at the top: the plugin imports this module for its protocol
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    level, detail = "contained", "namespaces not requested"
+    try:
+        if want == "namespace":
+            try:
+                enter_namespace(libc, sock)
+                level, detail = "namespace", "private PID namespace and /proc"
+            except OSError as exc:
+                if os.getpid() == 1:  # in the namespace, but without a private /proc
+                    level = "contained"
+                detail = f"no private PID namespace: {exc.strerror or exc}"
+        if level != "namespace" and os.getpid() != 1:
+            if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                err = ctypes.get_errno()
+                send(sock, {"fatal": f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}"})
+                return
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # our memory holds other checks' requests
+        send(sock, {"ready": level, "detail": detail})
+        shepherd = Shepherd(sock, level)
+        try:
+            shepherd.serve()
+        finally:
+            shepherd.kill_all()
+            shepherd.reap_all()
+    except BrokenPipeError:
+        pass
+    except Exception:  # noqa: BLE001 - report our own bug to the caller, then exit
+        try:
+            send(sock, {"fatal": traceback.format_exc(limit=5)})
+        except OSError:
+            pass
+        if os.getpid() == 1:  # init of our namespace: take every process with us
+            os.kill(-1, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
