@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate.cell import NESTED_ENV
-from pytest_vgate.process import ISOLATION_CHOICES
+from pytest_vgate.process import ISOLATION_CHOICES, contain
 from pytest_vgate.runner import DEFAULT_TIMEOUT
 from pytest_vgate.spec.values import MAX_TIMEOUT
 
@@ -141,7 +141,7 @@ def inside_a_check() -> bool:
     Then no gates run, however ``--vgate`` was given (command line, ``addopts``,
     ``PYTEST_ADDOPTS``, ini ``vgate``): a gate must never start the gates again.
     """
-    return bool(os.environ.get(NESTED_ENV))
+    return bool(os.environ.get(NESTED_ENV)) or contain.under_a_shepherd()
 
 
 def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:

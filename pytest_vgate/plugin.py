@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate import guard
 from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentItem, CitationDocumentNode, CitationItem
@@ -47,6 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     res = Resources(settings=settings)
     config.stash[RESOURCES] = res
     loaded: list[GatesFile] = []
+    guard.install_sigterm(config, settings)
     _warn_about_idle_options(config, settings)
     if settings.enabled:
         for path in (*settings.gates_files, *settings.cite_files):
@@ -69,6 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # Always on the controller: @verifier items and crashed xdist workers need it
         # even in a session without a gates file.
         _prepare_controller_resources(config, res, loaded)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard.uninstall_sigterm(config)
 
 
 IDLE_OPTIONS = ("vgate_base", "vgate_require_red", "vgate_strict", "vgate_fix", "vgate_ledger")
@@ -164,9 +170,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     res = config.stash.get(RESOURCES, None)
-    if res is None or not res.settings.enabled:
+    if res is None:
         return None
-    lines = []
+    lines = guard.header_lines(res.settings)
+    if not res.settings.enabled:
+        return lines or None
     for path in res.settings.gates_files:
         loaded = res.gates_files.get(path.resolve())
         shown = _rel(path, config.rootpath)

@@ -1,0 +1,71 @@
+"""Session safety in the pytest layer: SIGTERM as Ctrl-C, the nested-run guard, and the
+header line that says how checks are contained.
+
+- SIGTERM (a CI cancel) is turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
+  the running check's process tree is killed (``process.run_process`` cleans up on
+  the way out), the JSON report and junit are written with what finished, the base
+  worktrees are removed (``Controller.release`` at unconfigure), and pytest exits with
+  status 2 (interrupted). A second SIGTERM during that cleanup is ignored. A handler
+  someone else installed is left alone.
+- Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
+  gates, however ``--vgate`` was given (``options.inside_a_check``); the header says so.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import pytest
+
+from pytest_vgate.cell import NESTED_ENV
+from pytest_vgate.options import Settings
+from pytest_vgate.process import contain
+
+_STATE = pytest.StashKey[dict[str, object]]()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as the interrupt pytest already knows how to clean up after."""
+
+
+def install_sigterm(config: pytest.Config, settings: Settings) -> None:
+    """Handle SIGTERM like Ctrl-C for a session that runs gates (main thread only)."""
+    if not settings.enabled or threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
+        raise Terminated(f"pytest-vgate: stopped by signal {signum} (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    config.stash[_STATE] = {"previous": previous}
+
+
+def uninstall_sigterm(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or threading.current_thread() is not threading.main_thread():
+        return
+    previous = state["previous"]
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:  # not in the middle of one
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    del config.stash[_STATE]
+
+
+def header_lines(settings: Settings) -> list[str]:
+    """What the header says about nesting and about the containment of checks."""
+    if settings.nested:
+        return [f"vgate: inside a check ({NESTED_ENV}=1): gates and citations are not run"]
+    if not settings.enabled:
+        return []
+    level, detail = contain.POOL.probe(settings.isolation)
+    line = f"vgate: isolation {settings.isolation}: {contain.DESCRIPTIONS[level]}"
+    if level != "namespace" and settings.isolation != "off":
+        line += f" [{detail}]"
+        if settings.isolation == "strict":
+            line += "; command checks fail with mode sandbox"
+    return [line]
