@@ -43,7 +43,8 @@ def install_sigterm(config: pytest.Config, settings: Settings) -> None:
         raise Terminated(f"pytest-vgate: stopped by signal {signum} (SIGTERM)")
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    config.stash[_STATE] = {"previous": previous}
+    state: dict[str, object] = {"previous": previous}
+    config.stash[_STATE] = state
 
 
 def uninstall_sigterm(config: pytest.Config) -> None:

@@ -52,7 +52,9 @@ def write(path: Path, text: str) -> Path:
 ROUTES = ["ini-vgate", "ini-addopts", "PYTEST_ADDOPTS", "command-line", "env-cleared"]
 
 
-def _nested_setup(pytester: pytest.Pytester, route: str, marker: str) -> tuple[list[str], dict[str, str]]:
+def _nested_setup(
+    pytester: pytest.Pytester, route: str, marker: str
+) -> tuple[list[str], dict[str, str]]:
     """A gate whose check runs pytest in the same folder; (outer args, outer env)."""
     inner_args = ["-q", "-p", "no:cacheprovider"]
     if route in ("command-line", "env-cleared"):
@@ -197,7 +199,8 @@ def _snooping_session(
     report = pytester.path / "report.json"
     env = {**os.environ, "AWS_SECRET_ACCESS_KEY": secret}
     argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-vv", *dist_args,
-            "--vgate", "gates.yaml", f"--junitxml={junit}", f"--vgate-report={report}", *extra]  # fmt: skip
+            "--vgate", "gates.yaml", f"--junitxml={junit}", f"--vgate-report={report}",
+            *extra]  # fmt: skip
     done = subprocess.run(
         argv, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=240
     )
@@ -219,7 +222,7 @@ def test_a_secret_in_pytests_environment_reaches_no_output(
 
 def test_without_isolation_the_snooping_gate_finds_the_secret(pytester: pytest.Pytester) -> None:
     """The control: the same session with --vgate-isolation off leaks it (documented)."""
-    secret, out, junit, report = _snooping_session(pytester, [], "--vgate-isolation", "off")
+    secret, out, _junit, report = _snooping_session(pytester, [], "--vgate-isolation", "off")
     assert secret in report
     assert "vgate: isolation off: process group only" in out
 

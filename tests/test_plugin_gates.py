@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.junit import junit_cases
 from helpers.report import read_report
+from helpers.procs import SLEEPER, kill_all, new_marker, survivors
 
 PY = shlex.quote(sys.executable)
 
@@ -179,11 +180,11 @@ def test_xdist_collects_identically(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.slow
 def test_timeout_kills_grandchildren(pytester: pytest.Pytester) -> None:
-    pidfile = pytester.path / "grandchild.pid"
+    marker = new_marker("grandchild")  # a check's pids may be in its own namespace
     script = (
         "import subprocess, sys, time; "
-        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
-        f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+        f"p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}, {marker!r}]); "
+        "time.sleep(300)"
     )
     write_gates(
         pytester,
@@ -192,21 +193,12 @@ def test_timeout_kills_grandchildren(pytester: pytest.Pytester) -> None:
     started = time.monotonic()
     result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider")
     elapsed = time.monotonic() - started
-    assert result.ret == 1
-    assert elapsed < 30, elapsed
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.05)
-    assert not _alive(pid), f"grandchild {pid} survived the run"
-
-
-def _alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][:1] != "Z"
-    except FileNotFoundError:
-        return False
+        assert result.ret == 1
+        assert elapsed < 30, elapsed
+        assert survivors(marker, within=5) == [], "the grandchild survived the run"
+    finally:
+        kill_all(marker)
 
 
 def test_secrets_do_not_reach_the_check_unless_named(

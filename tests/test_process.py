@@ -384,7 +384,9 @@ def test_main_exit_ends_the_run_although_a_grandchild_holds_the_pipes(
     assert wait_gone(read_pid(pidfile)), "the grandchild outlived the run"
 
 
-def test_background_process_that_closed_its_pipes_is_killed(tmp_path: Path, group_path: None) -> None:
+def test_background_process_that_closed_its_pipes_is_killed(
+    tmp_path: Path, group_path: None
+) -> None:
     pidfile = tmp_path / "gc.pid"
     r = run("sh", "-c", f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}", timeout=30)
     assert (r.exit_code, r.timed_out) == (0, False)
@@ -412,7 +414,9 @@ def test_main_closing_its_pipes_still_hits_the_deadline() -> None:
 
 
 @pytest.mark.slow
-def test_escaped_session_ends_the_run_after_the_drain_grace(tmp_path: Path, group_path: None) -> None:
+def test_escaped_session_ends_the_run_after_the_drain_grace(
+    tmp_path: Path, group_path: None
+) -> None:
     """A grandchild that left our group (setsid) survives: a documented limit."""
     pidfile = tmp_path / "gc.pid"
     code = (

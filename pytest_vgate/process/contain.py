@@ -15,6 +15,7 @@ What is in force is one of :data:`LEVELS` (``namespace``, ``contained``, ``group
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
@@ -165,23 +166,17 @@ class Shepherd:
         if self.owner != os.getpid():
             return
         self.broken = True
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
         try:
             self.proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             for pid in (self.inner, self.proc.pid):  # the init's death empties the namespace
                 if pid is not None and pid > 1:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def _children(pid: int) -> list[int]:

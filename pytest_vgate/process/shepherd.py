@@ -11,7 +11,8 @@ starts stays a descendant of the shepherd -- ``setsid``, double forks and daemon
 included -- and is killed when the check's main process exits, at the caller's request,
 or when the caller goes away (the socket closes).
 
-Protocol (each message: 4-byte big-endian length, then a ``marshal``-ed dict; fds ride on the first byte):
+Protocol (each message: a 4-byte big-endian length, then a ``marshal``-ed dict; fds ride
+on the first byte):
   shepherd -> caller  {"ready": LEVEL, "detail": TEXT}           LEVEL: namespace | contained
   caller -> shepherd  {"op": "run", "argv", "cwd", "env"} + fds [stdout, stderr]
   shepherd -> caller  {"started": PID} | {"oserror": [ERRNO, STRERROR, FILENAME]}
@@ -22,6 +23,7 @@ Protocol (each message: 4-byte big-endian length, then a ``marshal``-ed dict; fd
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import select
@@ -90,16 +92,12 @@ class Shepherd:
     def kill_all(self) -> None:
         """SIGKILL every process below us (in a namespace: every other process in it)."""
         if self.level == "namespace":
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
             return
         for pid in own_children():
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
     def reap_all(self) -> bool:
         """Kill and reap until no child is left (orphans come to us); False if stuck."""
@@ -174,10 +172,8 @@ class Shepherd:
                     if sig == signal.SIGKILL:
                         self.kill_all()
                     else:
-                        try:
+                        with contextlib.suppress(OSError):
                             os.killpg(pid, sig)
-                        except OSError:
-                            pass
         finally:
             if pidfd is not None:
                 os.close(pidfd)
@@ -283,11 +279,11 @@ def main(argv: list[str]) -> None:
                 if os.getpid() == 1:  # in the namespace, but without a private /proc
                     level = "contained"
                 detail = f"no private PID namespace: {exc.strerror or exc}"
-        if level != "namespace" and os.getpid() != 1:
-            if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-                err = ctypes.get_errno()
-                send(sock, {"fatal": f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}"})
-                return
+        subreaper = level != "namespace" and os.getpid() != 1
+        if subreaper and libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            err = ctypes.get_errno()
+            send(sock, {"fatal": f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}"})
+            return
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # our memory holds other checks' requests
         send(sock, {"ready": level, "detail": detail})
         shepherd = Shepherd(sock, level)
@@ -299,10 +295,8 @@ def main(argv: list[str]) -> None:
     except BrokenPipeError:
         pass
     except Exception:  # noqa: BLE001 - report our own bug to the caller, then exit
-        try:
+        with contextlib.suppress(OSError):
             send(sock, {"fatal": traceback.format_exc(limit=5)})
-        except OSError:
-            pass
         if os.getpid() == 1:  # init of our namespace: take every process with us
             os.kill(-1, signal.SIGKILL)
 

@@ -9,6 +9,7 @@ make user namespaces (real restrictions, made with ``unshare``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -68,10 +69,8 @@ def kill_all(marker: str) -> None:
     import signal
 
     for pid in host_pids(marker):
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def escaping_check(marker: str, ready_dir: str, then: str) -> list[str]:
