@@ -1,6 +1,7 @@
 """Command gates vs hand-written pytest tests vs a raw subprocess loop.
 
-For each N: N gates ``check: "true"`` run by ``pytest --vgate gates.yaml``; N parametrized
+For each N: N gates ``check: "true"`` run by ``pytest --vgate gates.yaml`` (default
+isolation, and ``--vgate-isolation off``: the process group only); N parametrized
 tests each doing ``subprocess.run(["true"], capture_output=True, timeout=60)``; and a
 plain Python loop of the same N calls (the floor). Each subject is a child process; the
 three alternate round by round. Prints medians, per-item cost, the marginal cost per
@@ -69,6 +70,11 @@ def measure(n: int, rounds: int, base: Path, *, verbose: bool) -> dict[str, Seri
         argv = pytest_argv("--vgate", "gates.yaml", *common)
         return run_child(argv, cwd=gates_dir, env=env).check(what="plugin")
 
+    def plugin_off() -> Run:  # the first release's containment: a process group
+        shutil.rmtree(gates_dir / ".vgate", ignore_errors=True)
+        argv = pytest_argv("--vgate", "gates.yaml", "--vgate-isolation", "off", *common)
+        return run_child(argv, cwd=gates_dir, env=env).check(what="plugin off")
+
     def hand() -> Run:
         argv = pytest_argv("test_hand.py", *common)
         return run_child(argv, cwd=hand_dir, env=env).check(what="hand-written")
@@ -80,7 +86,7 @@ def measure(n: int, rounds: int, base: Path, *, verbose: bool) -> dict[str, Seri
     print(f"-- N = {n}", flush=True)
     return alternate(
         rounds,
-        [("plugin", plugin), ("hand-written", hand), ("raw loop", raw)],
+        [("plugin", plugin), ("plugin off", plugin_off), ("hand-written", hand), ("raw loop", raw)],
         verbose=verbose,
     )
 
@@ -112,9 +118,11 @@ def main() -> None:
         p, h, r = (series[k].median for k in ("plugin", "hand-written", "raw loop"))
         cpu = ratio(series["plugin"].cpu, series["hand-written"].cpu)
         target = verdict(ratio(p, h), 1.10, at_most=True)
-        rows.append([n, ratio(p, h), cpu, ratio(h, r), ratio(p, r), target])
+        off = ratio(series["plugin off"].median, h)
+        rows.append([n, ratio(p, h), cpu, off, ratio(h, r), ratio(p, r), target])
     print()
-    headers = ["N", "plugin/hand", "(CPU)", "hand/raw", "plugin/raw", "plugin/hand <= 1.10"]
+    headers = ["N", "plugin/hand", "(CPU)", "off/hand", "hand/raw", "plugin/raw",
+               "plugin/hand <= 1.10"]  # fmt: skip
     print(table(headers, rows))
 
     if len(sizes) > 1:
@@ -122,7 +130,7 @@ def main() -> None:
         ordered = sorted(results)
         for lo, hi in itertools.pairwise(ordered):
             row: list[object] = [f"{lo}->{hi}"]
-            for name in ("plugin", "hand-written", "raw loop"):
+            for name in ("plugin", "plugin off", "hand-written", "raw loop"):
                 slope = (results[hi][name].median - results[lo][name].median) / (hi - lo)
                 row.append(slope * 1000)
             p_slope = results[hi]["plugin"].median - results[lo]["plugin"].median
@@ -133,7 +141,14 @@ def main() -> None:
         print("marginal cost per item between sizes (equal rows = linear in N):")
         print(
             table(
-                ["sizes", "plugin ms/item", "hand ms/item", "raw ms/item", "plugin/hand marginal"],
+                [
+                    "sizes",
+                    "plugin ms/item",
+                    "off ms/item",
+                    "hand ms/item",
+                    "raw ms/item",
+                    "plugin/hand marginal",
+                ],
                 rows,
             )
         )

@@ -272,8 +272,8 @@ def build_env(
         if name in caller_env:
             env[name] = caller_env[name]
     explicit = {n for n in pass_names if n in caller_env}
-    # A check that runs pytest must not pick up the ini-configured gates again (a gate
-    # running the gates, forever): the plugin ignores the `vgate` ini keys under this.
+    # A check that runs pytest must not run the gates again (a gate running the gates,
+    # forever): under this the plugin ignores --vgate/--vgate-cite however they are given.
     env[NESTED_ENV] = "1"
     if "HOME" not in explicit:
         env["HOME"] = os.fspath(cell / "home")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.procs import new_marker, survivors
 from helpers.verifiers_modules import ZOO, call, write_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -371,13 +372,14 @@ def test_processes_the_verifier_started_itself_die_with_it(folder: Path) -> None
 @pytest.mark.slow
 @pytest.mark.skipif(not _HAS_ON_START, reason="needs run_process(on_start=...) (reported)")
 def test_a_tool_running_at_the_deadline_is_killed(folder: Path) -> None:
+    marker = new_marker("tool")  # the tool may run in its own PID namespace: no pid file
     module = write_module(
         folder,
-        """
+        f"""
         def check(ctx):
             ctx.run("python", "-c",
-                    "import os, time; open('tool-pid', 'w').write(str(os.getpid())); "
-                    "time.sleep(300)")
+                    "open('tool-started', 'w').close(); import time; time.sleep(300)",
+                    "{marker}")
             return True
         """,
     )
@@ -390,7 +392,8 @@ def test_a_tool_running_at_the_deadline_is_killed(folder: Path) -> None:
         tools={"python": sys.executable},
     )
     assert result.mode is Mode.TIMEOUT
-    assert wait_dead(int((folder / "tool-pid").read_text()))
+    assert (folder / "tool-started").exists()
+    assert survivors(marker) == [], "the tool outlived the verifier's deadline"
 
 
 # --- state does not leak between calls --------------------------------------------------

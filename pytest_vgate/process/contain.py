@@ -293,6 +293,12 @@ class Pool:
                 shepherd.discard()
 
     def _forget(self) -> None:
+        """In a forked child: drop (and close our copy of) the parent's shepherds' sockets,
+        so that the parent's death still closes them and stops its checks."""
+        for shepherds in self._idle.values():
+            for shepherd in shepherds:
+                with contextlib.suppress(OSError):
+                    shepherd.sock.close()
         self._lock = threading.Lock()
         self._idle = {}
 
