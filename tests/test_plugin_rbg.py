@@ -24,6 +24,7 @@ import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, make_bugfix_repo
 from helpers.junit import junit_cases
 from helpers.report import read_report
+from helpers.procs import new_marker, survivors
 
 PY = shlex.quote(sys.executable)
 # The fix's test, run from the gates root (``-m`` puts the cwd on sys.path). The inner
@@ -420,9 +421,10 @@ def test_ctrl_c_leaves_no_worktree(
         "import os, pathlib, time; "
         f"pathlib.Path({str(marker)!r}).write_text(str(os.getpid())); time.sleep(120)"
     )
+    tag = new_marker("ctrl-c")  # found by its command line: its pid is its namespace's
     write_gates(
         bugfix.root,
-        f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(sleeper)}\n"
+        f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(sleeper)} {tag}\n"
         "    overlay: [tests/]\n",
     )
     session = subprocess.Popen(
@@ -438,7 +440,6 @@ def test_ctrl_c_leaves_no_worktree(
             assert time.monotonic() < deadline, "the gate never started"
             time.sleep(0.05)
         assert len(bugfix.worktrees()) == 2  # the base worktree exists while the gate runs
-        check_pid = int(marker.read_text())
         session.send_signal(signal.SIGINT)
         output = session.communicate(timeout=60)[0].decode()
     finally:
@@ -449,12 +450,4 @@ def test_ctrl_c_leaves_no_worktree(
     assert "KeyboardInterrupt" in output
     assert "INTERNALERROR" not in output
     assert_nothing_left(bugfix, private_tmp)
-    assert not _alive(check_pid), "the check survived Ctrl-C"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ")[-1][:1] != "Z"
-    except FileNotFoundError:
-        return False
+    assert survivors(tag) == [], "the check survived Ctrl-C"
