@@ -32,10 +32,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pytest_vgate.process import contain
+from typing import Any
 
 DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
@@ -288,7 +285,9 @@ def run_process(
             msg = f"required isolation missing: no private PID namespace here ({why})"
             return _spawn_failure(args, start, msg, None, "isolation")
         if shepherd is not None:
-            return _run_shepherded(
+            from pytest_vgate.process.shepherded import run_shepherded
+
+            return run_shepherded(
                 shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start
             )
     try:
@@ -318,139 +317,6 @@ def run_process(
             _reap(proc)
             raise
     return _supervise(proc, args, start, timeout, capture_limit)
-
-
-def _run_shepherded(
-    shepherd: contain.Shepherd,
-    args: tuple[str, ...],
-    cwd: str,
-    env: Mapping[str, str],
-    start: float,
-    timeout: float,
-    capture_limit: int,
-    on_start: Callable[[int], None] | None,
-) -> ProcessResult:
-    """``run_process`` through a shepherd: the same contract, stronger containment."""
-    from pytest_vgate.process import contain
-
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    captures = {out_r: _Capture(capture_limit), err_r: _Capture(capture_limit)}
-    sel = selectors.DefaultSelector()
-    failure: ProcessResult | None = None
-    finished = False
-    pid = -1
-    try:
-        try:
-            argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else a for a in args]
-            shepherd.request(argv, cwd, dict(env), out_w, err_w)
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-        for fd in (out_r, err_r):
-            os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_READ)
-        sel.register(shepherd.fileno(), selectors.EVENT_READ)
-        deadline = start + max(timeout, 0.0)
-        timed_out, code, pid = _watch_shepherd(shepherd, sel, captures, deadline, on_start)
-        finished = True
-    except contain.ShepherdError as exc:
-        finished = True
-        msg = f"the check's shepherd failed: {exc}"
-        failure = _spawn_failure(args, start, msg, None, "system")
-    except OSError as exc:  # the shepherd could not start it: as Popen would have said
-        finished = True
-        text = f"{exc.strerror or exc}: {exc.filename!r}" if exc.filename else str(exc)
-        failure = _spawn_failure(args, start, text, exc.errno, _classify(exc, args, cwd, env))
-    except (ValueError, TypeError) as exc:  # NUL bytes, bad env names, non-str arguments
-        finished = True
-        failure = _spawn_failure(args, start, str(exc), None, "argv")
-    finally:
-        sel.close()
-        os.close(out_r)
-        os.close(err_r)
-        if finished:
-            contain.POOL.give_back(shepherd)
-        else:  # KeyboardInterrupt (or SIGTERM made one), a bug of ours: stop everything
-            shepherd.signal(signal.SIGKILL)
-            shepherd.discard()
-    if failure is not None:
-        return failure
-    out, err = captures[out_r], captures[err_r]
-    return ProcessResult(
-        argv=args,
-        exit_code=None if timed_out else code,
-        stdout=out.text(),
-        stderr=err.text(),
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        duration=time.monotonic() - start,
-        timed_out=timed_out,
-        pid=pid if pid > 0 else None,
-        isolation=shepherd.level,
-    )
-
-
-def _watch_shepherd(
-    shepherd: contain.Shepherd,
-    sel: selectors.BaseSelector,
-    captures: dict[int, _Capture],
-    deadline: float,
-    on_start: Callable[[int], None] | None,
-) -> tuple[bool, int | None, int]:
-    """Drain the pipes until the shepherd reports the exit (after it killed the rest).
-
-    Its first answer says whether the check started (raising as Popen would if not). At
-    the deadline: SIGTERM to the check's group, SIGKILL to all of it ``KILL_GRACE``
-    later, and a shepherd that still has not answered ``ABANDON_AFTER`` after that is
-    discarded (the namespace dies with it). Returns (timed out, returncode, pid).
-    """
-    pid = 0  # 0: not started yet; -1: started, pid unknown to us
-    next_signal_at = deadline
-    stage = 0
-    exited = False
-    timed_out = False
-    code: int | None = None
-    drain_until = math.inf
-    open_fds = set(captures)
-    sock = shepherd.fileno()
-    while True:
-        now = time.monotonic()
-        if exited and (not open_fds or now >= drain_until):
-            return timed_out, code, pid
-        wake = drain_until if exited else next_signal_at
-        wait = max(0.0, wake - now)
-        events = sel.select(None if math.isinf(wait) else wait)
-        for key, _ in events:
-            fd = int(key.fd)
-            if fd == sock and pid == 0:
-                pid = shepherd.started() or -1
-                if on_start is not None and pid > 0:
-                    on_start(pid)
-            elif fd == sock:
-                sel.unregister(sock)
-                code, abandoned = shepherd.read_exit()
-                if abandoned:  # it could not reap everything: do not reuse it
-                    shepherd.broken = True
-                if code is None and not timed_out:  # the shepherd died under the check
-                    code = -signal.SIGKILL
-                exited = True
-                drain_until = time.monotonic() + DRAIN_GRACE
-            elif not _read_some(fd, captures[fd]):
-                sel.unregister(fd)
-                open_fds.discard(fd)
-        now = time.monotonic()
-        if not exited and now >= next_signal_at:
-            if stage == 0:
-                timed_out = True
-                shepherd.signal(signal.SIGTERM)
-                stage, next_signal_at = 1, now + KILL_GRACE
-            elif stage == 1:
-                shepherd.signal(signal.SIGKILL)
-                stage, next_signal_at = 2, now + ABANDON_AFTER
-            else:
-                shepherd.discard()
-                return timed_out, None, pid
 
 
 def _supervise(
