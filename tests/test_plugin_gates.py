@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from helpers.junit import junit_cases
-from helpers.report import read_report
 from helpers.procs import SLEEPER, kill_all, new_marker, survivors
+from helpers.report import read_report
 
 PY = shlex.quote(sys.executable)
 

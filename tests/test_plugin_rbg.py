@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, make_bugfix_repo
 from helpers.junit import junit_cases
-from helpers.report import read_report
 from helpers.procs import new_marker, survivors
+from helpers.report import read_report
 
 PY = shlex.quote(sys.executable)
 # The fix's test, run from the gates root (``-m`` puts the cwd on sys.path). The inner
