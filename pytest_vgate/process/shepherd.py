@@ -24,16 +24,15 @@ on the first byte):
 from __future__ import annotations
 
 import contextlib
+import errno
 import marshal
 import os
 import select
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import time
-import traceback
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -65,6 +64,8 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | Non
     while len(head) < 4:
         if max_fds and not head:
             chunk, fds, _flags, _addr = socket.recv_fds(sock, 4, max_fds)
+            for fd in fds:  # a check must get only what spawn() puts on 0, 1 and 2
+                os.set_inheritable(fd, False)
         else:
             chunk = sock.recv(4 - len(head))
         if not chunk:
@@ -192,20 +193,49 @@ class Shepherd:
 
 
 def spawn(argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> int:
-    """Start a check as the plugin's direct path would: new session, stdin /dev/null,
-    only stdout/stderr open, PATH from ``env``. Raises what ``Popen`` raises."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=err,
-        close_fds=True,
-        start_new_session=True,
+    """Start a check as the plugin's direct path would: new session, stdin /dev/null, only
+    stdout/stderr open, default signal handlers, ``argv[0]`` looked up on ``env``'s PATH.
+    Raises what ``subprocess.Popen`` would (OSError with the cwd or the program).
+
+    ``os.posix_spawn`` (vfork and exec in C) keeps both our start-up and each spawn cheap;
+    it has no ``cwd``, so we change into it around the call (we are single-threaded).
+    """
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a non-empty list of strings")
+    if any("\0" in text for text in (*argv, cwd, *env, *env.values())):
+        raise ValueError("embedded null byte")
+    if any("=" in name or not name for name in env):
+        raise ValueError("illegal environment variable name")
+    program = argv[0]
+    candidates = (
+        [program]
+        if os.sep in program
+        else [os.path.join(d, program) for d in os.get_exec_path(env)]
     )
-    proc.returncode = 0  # reaped by us (waitpid), not by Popen
-    return proc.pid
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out, 1),
+        (os.POSIX_SPAWN_DUP2, err, 2),
+    ]
+    defaults = (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ)
+    os.chdir(cwd)  # OSError names the cwd, as Popen's does
+    try:
+        first_error: OSError | None = None
+        for path in candidates:
+            if not os.path.exists(path):  # a stat, not a whole failed spawn per PATH entry
+                continue
+            try:
+                return os.posix_spawn(
+                    path, argv, env, file_actions=actions, setsid=True, setsigdef=defaults
+                )
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and first_error is None:
+                    first_error = exc
+        if first_error is not None:
+            raise OSError(first_error.errno, first_error.strerror, program)
+        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    finally:
+        os.chdir("/")
 
 
 def _name(filename: object) -> str | None:
@@ -263,6 +293,8 @@ def enter_namespace(libc: ctypes.CDLL, sock: socket.socket) -> None:
 
 def main(argv: list[str]) -> None:
     sock = socket.socket(fileno=int(argv[1]))
+    os.set_inheritable(sock.fileno(), False)  # never into a check
+    os.chdir("/")
     want = argv[2] if len(argv) > 2 else "namespace"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides; Ctrl-C is its
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -295,6 +327,8 @@ def main(argv: list[str]) -> None:
     except BrokenPipeError:
         pass
     except Exception:  # noqa: BLE001 - report our own bug to the caller, then exit
+        import traceback
+
         with contextlib.suppress(OSError):
             send(sock, {"fatal": traceback.format_exc(limit=5)})
         if os.getpid() == 1:  # init of our namespace: take every process with us
