@@ -247,9 +247,12 @@ class Pool:
     def take(self, want: str = "namespace") -> Shepherd | None:
         """An idle or new shepherd; None when none can run here (reason: ``failure``)."""
         with self._lock:
-            idle = self._idle.get(want)
-            if idle:
-                return idle.pop()
+            idle = self._idle.get(want, [])
+            while idle:
+                shepherd = idle.pop()
+                if shepherd.proc.poll() is None:  # alive (an idle one may have been killed)
+                    return shepherd
+                shepherd.discard()
             if want in self._failed:
                 return None
         try:
