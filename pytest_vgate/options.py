@@ -218,10 +218,10 @@ def read_settings(config: pytest.Config) -> Settings:
     given_timeout = _timeout(config)
     timeout = DEFAULT_TIMEOUT if given_timeout is None else given_timeout
     isolation = _value(config, "vgate_isolation") or "auto"
-    if isolation not in ISOLATION_CHOICES:
+    if isolation not in ISOLATION_CHOICES:  # the command line's choices are argparse's
         raise pytest.UsageError(
-            f"vgate_isolation (ini) must be one of {', '.join(ISOLATION_CHOICES)}, "
-            f"not {isolation!r}"
+            f"pytest-vgate: vgate_isolation in {config.inipath or 'the ini file'} must be "
+            f"one of {', '.join(ISOLATION_CHOICES)}, not {isolation[:40]!r}"
         )
     return Settings(
         isolation=isolation,
