@@ -87,6 +87,9 @@ class VgateItem(pytest.Item):
             value = payload.get(name)
             if value is not None and value != "":
                 self.user_properties.append((f"vgate_{name}", str(value)))
+        coverage = payload.get("coverage")
+        if isinstance(coverage, dict) and coverage.get("status"):
+            self.user_properties.append(("vgate_coverage", str(coverage["status"])))
         if payload["mode"] == Mode.JUDGMENT.value and not payload.get("strict_failure"):
             pytest.skip(payload["detail"])
         if not payload["ok"]:
@@ -124,6 +127,9 @@ class GateItem(VgateItem):
             evidence=res.evidence_for(self.gate.root),
             base_ctx=base_ctx,
             require_red=res.settings.require_red,
+            coverage=res.settings.measure,
+            repeat=res.settings.repeat,
+            base_tree=res.base_tree_for(self.gate),
         ).to_payload()
         if not payload["ok"]:  # where to point a failure; a pass needs no location
             payload["targets"] = check_targets(self.gate, self.gate.root)

@@ -19,7 +19,12 @@ _HELP = {
     "vgate": "a gates file (YAML) whose gates and citations become items; repeatable",
     "vgate_base": "also run every gate on git revision REF (a worktree) to obtain red "
     "evidence; needs --vgate",
-    "vgate_require_red": "a green gate without red evidence fails (cause broken_test)",
+    "vgate_require_red": "a green gate without red evidence fails (cause broken_test); "
+    "the default under --vgate-base (--no-vgate-require-red relaxes it)",
+    "vgate_coverage": "measure what each red and green run executed with coverage.py and "
+    "judge red-before-green on it: auto (on under --vgate-base), on, off",
+    "vgate_repeat": "run the red and the green run N times each, interleaved; proven "
+    "needs N/N (default 1)",
     "vgate_strict": "semantic/self_review gates fail instead of being skipped",
     "vgate_timeout": f"default deadline per check in seconds (default {DEFAULT_TIMEOUT:g})",
     "vgate_ledger": "evidence ledger folder (default: .vgate/ under each gates root)",
@@ -53,6 +58,28 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         help=_HELP["vgate_require_red"],
+    )
+    group.addoption(
+        "--no-vgate-require-red",
+        dest="vgate_require_red",
+        action="store_false",
+        default=None,
+        help="under --vgate-base, let a gate without genuine red evidence pass (its status "
+        "is still shown)",
+    )
+    group.addoption(
+        "--vgate-coverage",
+        dest="vgate_coverage",
+        choices=COVERAGE_CHOICES,
+        default=None,
+        help=_HELP["vgate_coverage"],
+    )
+    group.addoption(
+        "--vgate-repeat",
+        dest="vgate_repeat",
+        metavar="N",
+        default=None,
+        help=_HELP["vgate_repeat"],
     )
     group.addoption(
         "--vgate-strict",
@@ -105,8 +132,10 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("vgate", _INI_HELP["vgate"], type="paths", default=[])
     parser.addini("vgate_cite", _INI_HELP["vgate_cite"], type="paths", default=[])
     parser.addini("vgate_base", _HELP["vgate_base"], default="")
-    parser.addini("vgate_require_red", _HELP["vgate_require_red"], type="bool", default=False)
+    parser.addini("vgate_require_red", _HELP["vgate_require_red"], type="bool", default=None)
     parser.addini("vgate_strict", _HELP["vgate_strict"], type="bool", default=False)
+    parser.addini("vgate_coverage", _HELP["vgate_coverage"], default="")
+    parser.addini("vgate_repeat", _HELP["vgate_repeat"], default="")
     parser.addini("vgate_timeout", _HELP["vgate_timeout"], default="")
     parser.addini("vgate_ledger", _HELP["vgate_ledger"], default="")
     parser.addini("vgate_report", _HELP["vgate_report"], default="")
@@ -129,10 +158,17 @@ class Settings:
     fix: bool = False
     isolation: str = "auto"
     nested: bool = False  # inside a check: every gates file and document is ignored
+    coverage: str = "auto"
+    repeat: int = 1
 
     @property
     def enabled(self) -> bool:
         return bool(self.gates_files or self.cite_files)
+
+    @property
+    def measure(self) -> bool:
+        """Whether red and green runs are measured (``auto``: whenever a base is given)."""
+        return self.coverage == "on" or (self.coverage == "auto" and self.base is not None)
 
 
 def inside_a_check() -> bool:
@@ -213,6 +249,45 @@ def _timeout(config: pytest.Config) -> float | None:
     return seconds
 
 
+COVERAGE_CHOICES = ("auto", "on", "off")
+
+
+def _require_red(config: pytest.Config, base: str | None) -> bool:
+    """Command line, else an ini value that is set, else: required under a base."""
+    given = config.getoption("vgate_require_red")
+    if given is not None:
+        return bool(given)
+    ini = config.getini("vgate_require_red")
+    if ini is not None:  # the ini twin was set
+        return bool(ini)
+    return base is not None
+
+
+def _coverage(config: pytest.Config) -> str:
+    value = (_value(config, "vgate_coverage") or "auto").strip().lower()
+    if value not in COVERAGE_CHOICES:
+        raise pytest.UsageError(
+            f"--vgate-coverage / vgate_coverage must be one of {', '.join(COVERAGE_CHOICES)}, "
+            f"not {value!r}"
+        )
+    return value
+
+
+def _repeat(config: pytest.Config) -> int:
+    raw = _value(config, "vgate_repeat")
+    if raw is None:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1 or value > 1000:
+        raise pytest.UsageError(
+            f"--vgate-repeat / vgate_repeat must be a whole number from 1 to 1000, not {raw!r}"
+        )
+    return value
+
+
 def read_settings(config: pytest.Config) -> Settings:
     """Resolve options and ini into ``Settings``; bad values are usage errors."""
     given_timeout = _timeout(config)
@@ -223,17 +298,20 @@ def read_settings(config: pytest.Config) -> Settings:
             f"pytest-vgate: vgate_isolation in {config.inipath or 'the ini file'} must be "
             f"one of {', '.join(ISOLATION_CHOICES)}, not {isolation[:40]!r}"
         )
+    base = _value(config, "vgate_base")
     return Settings(
         isolation=isolation,
         nested=inside_a_check(),
         gates_files=_paths(config, "vgate"),
         cite_files=_paths(config, "vgate_cite"),
-        base=_value(config, "vgate_base"),
-        require_red=_flag(config, "vgate_require_red"),
+        base=base,
+        require_red=_require_red(config, base),
         strict=_flag(config, "vgate_strict"),
         timeout=timeout,
         timeout_given=given_timeout is not None,
         ledger=_path(config, "vgate_ledger"),
         report=_path(config, "vgate_report"),
         fix=_flag(config, "vgate_fix"),
+        coverage=_coverage(config),
+        repeat=_repeat(config),
     )

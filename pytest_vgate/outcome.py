@@ -7,14 +7,28 @@ check through the fail-closed runner, and returns a JSON-able result whose
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.proof import Evidence, prove
+from pytest_vgate.evidence.change import Change
+from pytest_vgate.evidence.reach import (
+    CoverageResult,
+    RunReach,
+    describe_lines,
+    green_reach,
+    judge,
+    red_reach,
+)
+from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, include_for
+from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.runner import RunContext, run_check
-from pytest_vgate.spec import Gate
-from pytest_vgate.verdict import Cause, Mode, Verdict
+from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
+
+if TYPE_CHECKING:
+    from pytest_vgate.baseline import BaseWorktree
 
 TAIL_LINES = 20
 
@@ -36,6 +50,8 @@ class GateResult:
     records: tuple[dict[str, Any], ...] = field(default_factory=tuple)  # for the ledger
     tree_label: str | None = None
     ledger: str | None = None
+    coverage: CoverageResult | None = None
+    repeat: dict[str, Any] | None = None  # every run's exit code and the 4^-N bound
 
     def to_payload(self) -> dict[str, Any]:
         v = self.verdict
@@ -67,6 +83,8 @@ class GateResult:
             "records": list(self.records),
             "tree_label": self.tree_label,
             "ledger": self.ledger,
+            "coverage": self.coverage.to_dict() if self.coverage else None,
+            "repeat": self.repeat,
             "source": f"{self.gate.source}:{self.gate.line}" if self.gate.source else None,
             "report": format_report(self),
         }
@@ -80,29 +98,78 @@ def evaluate_gate(
     evidence: Evidence | None = None,
     base_ctx: RunContext | None = None,
     require_red: bool = False,
+    coverage: bool = False,
+    repeat: int = 1,
+    base_tree: BaseWorktree | None = None,
 ) -> GateResult:
-    """Run the gate (and its base run, if any) and decide its result.
+    """Run the gate (and its base runs, if any) and decide its result.
 
-    Without ``evidence`` no red-before-green status is given (library use).
+    Without ``evidence`` no red-before-green status is given (library use). With
+    ``repeat`` N the current and the base run N times each, interleaved, stopping at the
+    first disagreement. With ``coverage`` (and a base), every run is measured and judged
+    on what it executed of the change between ``base_tree`` and this tree.
     """
-    verdict = run_check(gate, ctx)
-    if evidence is None or verdict.mode is Mode.JUDGMENT:
-        return decide(gate, verdict, strict=strict)
-    base = run_check(gate, base_ctx) if base_ctx is not None else None
+    measure: MeasureSpec | None = None
+    if coverage and evidence is not None and base_ctx is not None and base_tree is not None:
+        measure = include_for([base_tree.repo, base_tree.path])
+        base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
+    elif base_ctx is not None and base_tree is not None:
+        base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
+    green_ctx = replace(ctx, measure=measure)
+    red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
+    greens: list[Verdict] = []
+    reds: list[Verdict] = []
+    for i in range(max(1, repeat)):
+        verdict = run_check(gate, green_ctx)
+        if i == 0 and (evidence is None or verdict.mode is Mode.JUDGMENT):
+            return decide(gate, take_measured(verdict)[0], strict=strict)
+        greens.append(verdict)
+        if red_ctx is not None:
+            reds.append(run_check(gate, red_ctx))
+        if Series(tuple(greens), tuple(reds)).flaky:
+            break  # the first disagreement settles it: the check is flaky
+    assert evidence is not None
+    green_runs = [take_measured(v) for v in greens]
+    red_runs = [take_measured(v) for v in reds]
+    series = Series(tuple(v for v, _ in green_runs), tuple(v for v, _ in red_runs), max(1, repeat))
+    cov: CoverageResult | None = None
+    run_extra: list[dict[str, Any]] = []
+    if measure is not None and base_tree is not None:
+        change = evidence.change_for(base_tree)
+        red_reaches = [red_reach(change, m) for _, m in red_runs]
+        green_reaches = [green_reach(change, m) for _, m in green_runs]
+        if gate.type is GateType.PYTHON:
+            why = "type: python verifiers run in forked children that are not measured"
+            red_reaches = [RunReach(False, reason=why) for _ in red_reaches]
+            green_reaches = [RunReach(False, reason=why) for _ in green_reaches]
+        cov = judge(
+            change,
+            red_reaches[0] if red_reaches else None,
+            green_reaches[0] if green_reaches else None,
+        )
+        for i in range(max(len(green_runs), len(red_runs))):
+            for runs, reaches in ((red_runs, red_reaches), (green_runs, green_reaches)):
+                if i < len(runs):
+                    run_extra.append(_run_extra(runs[i][0], reaches[i], change))
+    argv_missing = missing_on_base(gate, ctx.root, base_ctx.root) if base_ctx is not None else []
     rbg, records = prove(
         gate,
-        verdict,
+        series,
         evidence,
-        base=base,
         base_root=base_ctx.root if base_ctx is not None else None,
         require_red=require_red,
+        coverage=cov,
+        argv_missing=argv_missing,
+        run_extra=run_extra,
     )
+    verdict = series.greens[0]
+    base = series.reds[0] if series.reds else None
     ok = verdict.ok and rbg.ok  # fail closed: evidence can fail a gate, never pass one
     mode: Mode
     cause: Cause | None
     if ok:
         mode, cause = verdict.mode, None
-    elif verdict.ok and rbg.mode is not None:
+    elif rbg.mode is not None and (verdict.ok or rbg.status is Rbg.FLAKY):
         mode, cause = rbg.mode, rbg.cause
     elif verdict.ok:  # classify refused without saying how: still a failure
         mode, cause = Mode.FAIL, Cause.BROKEN_TEST
@@ -122,7 +189,40 @@ def evaluate_gate(
         records=tuple(r.to_dict() for r in records),
         tree_label=evidence.tree.label,
         ledger=str(evidence.ledger.path),
+        coverage=cov,
+        repeat=series.to_dict(run_extra) if base_ctx is not None or repeat > 1 else None,
     )
+
+
+def take_measured(verdict: Verdict) -> tuple[Verdict, Measured | None]:
+    """Split what a measured run executed off its verdict (which must stay JSON-able)."""
+    if MEASURED_KEY not in verdict.extra:
+        return verdict, None
+    extra = dict(verdict.extra)
+    measured = extra.pop(MEASURED_KEY)
+    return replace(verdict, extra=extra), measured if isinstance(measured, Measured) else None
+
+
+def _run_extra(verdict: Verdict, reach: RunReach, change: Change) -> dict[str, Any]:
+    """What a run's record keeps of its coverage; a failure that executed none of the
+    change is flagged as not caused by it (DeFlaker's rule)."""
+    extra: dict[str, Any] = {"measured": reach.measured, "reached_change": reach.reached}
+    if reach.measured and not verdict.ok and not reach.reached and not change.empty:
+        extra["not_caused_by_change"] = True
+    return extra
+
+
+def rebase_paths(paths: Sequence[str], base: BaseWorktree) -> tuple[str, ...]:
+    """``sys.path`` for a run on the base: entries inside the current repository point at
+    their image in the base worktree, so a base run never imports the current tree."""
+    top = os.path.realpath(base.repo)
+    out: list[str] = []
+    for entry in paths:
+        real = os.path.realpath(entry or os.getcwd())
+        image = os.path.join(str(base.path), os.path.relpath(real, top))
+        inside = real == top or real.startswith(top + os.sep)
+        out.append(image if inside and os.path.exists(image) else entry)
+    return tuple(out)
 
 
 def decide(gate: Gate, verdict: Verdict, *, strict: bool = False) -> GateResult:
@@ -173,6 +273,7 @@ def format_report(result: GateResult) -> str:
             f"red-before-green: {result.rbg}"
             + (f" ({result.rbg_reason})" if result.rbg_reason else "")
         )
+    lines.extend(_coverage_lines(result))
     for check in v.checks:
         lines.append(
             f"  check {check.name}: {check.mode.value}"
@@ -193,6 +294,21 @@ def format_report(result: GateResult) -> str:
         if b.stderr.strip():
             lines.append(_tail(b.stderr, 8))
     return "\n".join(lines)
+
+
+def _coverage_lines(result: GateResult) -> list[str]:
+    """The changed lines each run executed or missed (a few, then a count)."""
+    cov = result.coverage
+    if cov is None:
+        return []
+    lines = [f"coverage: {cov.status.value}" + (f" ({cov.reason})" if cov.reason else "")]
+    for name, reach, changed in (
+        ("red (base)", cov.red, cov.change.base_changed),
+        ("green (now)", cov.green, cov.change.head_changed),
+    ):
+        if reach is not None and reach.measured and changed:
+            lines.append(f"  {name}: {describe_lines(reach.executed, changed)}")
+    return lines
 
 
 def _argv_text(argv: Sequence[str]) -> str:

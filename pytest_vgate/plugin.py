@@ -45,7 +45,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     settings = read_settings(config)
-    res = Resources(settings=settings)
+    res = Resources(settings=settings, own_files=own_output_files(config, settings))
     config.stash[RESOURCES] = res
     loaded: list[GatesFile] = []
     guard.install_sigterm(config, settings)
@@ -75,6 +75,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     guard.uninstall_sigterm(config)
+
+
+def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:
+    """Files this session writes into the tree (junit XML, the JSON report): never part of
+    the tree's identity, or a second run would look like "a different tree"."""
+    given = [getattr(config.option, "xmlpath", None), settings.report]
+    base = config.invocation_params.dir
+    return tuple((base / str(p)).resolve() for p in given if p)
 
 
 IDLE_OPTIONS = ("vgate_base", "vgate_require_red", "vgate_strict", "vgate_fix", "vgate_ledger")

@@ -1,15 +1,17 @@
 """Red before green for one gate: records of this session's runs, classified with history.
 
 Pure core. ``Evidence`` is what one process knows about a gates root for the whole
-session (its tree, the ledger's earlier records, the base tree); ``prove`` turns a
-gate's current (and base) verdicts into ledger records and an ``RbgResult``.
+session (its tree, the ledger's earlier records bound to this repository, the base trees
+and the change against each); ``prove`` turns a gate's runs (``Series``), and what they
+executed (``CoverageResult``), into ledger records and an ``RbgResult``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence import (
     Ledger,
@@ -21,8 +23,14 @@ from pytest_vgate.evidence import (
     make_record,
     tree_state,
 )
-from pytest_vgate.spec import Gate
-from pytest_vgate.verdict import Verdict
+from pytest_vgate.evidence.change import Change, compute_change
+from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
+from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
+from pytest_vgate.spec import Gate, RedPolicy
+from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
+
+if TYPE_CHECKING:
+    from pytest_vgate.baseline import BaseWorktree
 
 
 @dataclass
@@ -36,6 +44,7 @@ class Evidence:
     warnings: list[str] = field(default_factory=list)
     base_ref: str | None = None
     base_trees: dict[str, TreeState] = field(default_factory=dict)  # worktree path -> state
+    changes: dict[str, Change] = field(default_factory=dict)  # worktree path -> change
 
     @classmethod
     def load(
@@ -44,19 +53,27 @@ class Evidence:
         ledger_path: Path | None,
         base_ref: str | None,
         tree: TreeState | None = None,
+        exclude: Sequence[Path] = (),
     ) -> Evidence:
-        """Read the ledger; ``tree`` is the controller's view of the tree, when there is one."""
+        """Read the ledger; ``tree`` is the controller's view of the tree, when there is one.
+
+        ``exclude``: files the session writes itself (junit, JSON report), which never
+        change the tree's identity. Records not bound to this repository are dropped.
+        """
         ledger = Ledger(ledger_path) if ledger_path is not None else Ledger.default(root)
         records, warnings = ledger.read()
+        if tree is None:
+            tree = tree_state(root, exclude=[ledger.file, *exclude])
+        kept, dropped = bind_records(records, tree, root)
         history: dict[str, list[Record]] = {}
-        for record in records:
+        for record in kept:
             history.setdefault(record.gate_id, []).append(record)
         return cls(
             root=root,
             ledger=ledger,
-            tree=tree if tree is not None else tree_state(root, exclude=[ledger.file]),
+            tree=tree,
             history=history,
-            warnings=list(warnings),
+            warnings=[*warnings, *(ledger.warning(text) for text in dropped)],
             base_ref=base_ref,
         )
 
@@ -66,34 +83,148 @@ class Evidence:
             self.base_trees[key] = tree_state(base_root)
         return self.base_trees[key]
 
+    def change_for(self, base: BaseWorktree) -> Change:
+        """The change from this base worktree to the current tree, computed once."""
+        key = str(base.path)
+        if key not in self.changes:
+            self.changes[key] = compute_change(base.repo, base.path, base.sha)
+        return self.changes[key]
+
+
+def bind_records(
+    records: Iterable[Record], tree: TreeState, root: Path
+) -> tuple[list[Record], list[str]]:
+    """Keep the records of this repository that name a commit it has; say what was dropped.
+
+    Outside git nothing is dropped (the ledger cannot prove anything there anyway).
+    """
+    records = list(records)
+    if not tree.is_git or not records:
+        return records, []
+    ours = [r for r in records if r.tree.repo is not None and r.tree.repo == tree.repo]
+    foreign = len(records) - len(ours)
+    known = known_commits(root, (r.tree.commit or "" for r in ours))
+    if known is None:
+        return [], [f"git could not check the {len(records)} records' commits; none is used"]
+    kept = [r for r in ours if r.tree.commit in known]
+    unknown = [r for r in ours if r.tree.commit not in known]
+    notes = []
+    if foreign:
+        notes.append(
+            f"ignored {foreign} record(s) not bound to this repository (root commit "
+            f"{(tree.repo or '?')[:12]}): copied from another repository, or written by hand"
+        )
+    if unknown:
+        shown = ", ".join(sorted({(r.tree.commit or "none")[:12] for r in unknown})[:3])
+        notes.append(
+            f"ignored {len(unknown)} record(s) naming a commit this repository does not have "
+            f"({shown})"
+        )
+    return kept, notes
+
+
+def signature(verdict: Verdict) -> tuple[str, int | None]:
+    """What must repeat for runs to agree: the mode and the exit code."""
+    return verdict.mode.value, verdict.exit_code
+
+
+@dataclass(frozen=True)
+class Series:
+    """A gate's runs in one session: green runs on this tree, red runs on the base,
+    interleaved (red 1, green 1, red 2, ...). ``repeat``: the runs asked for of each."""
+
+    greens: tuple[Verdict, ...]
+    reds: tuple[Verdict, ...] = ()
+    repeat: int = 1
+
+    @property
+    def flaky(self) -> bool:
+        return any(len({signature(v) for v in runs}) > 1 for runs in (self.greens, self.reds))
+
+    @property
+    def stopped_early(self) -> bool:
+        return len(self.greens) < self.repeat
+
+    def to_dict(self, reached: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        runs: list[dict[str, Any]] = []
+        for i in range(max(len(self.greens), len(self.reds))):
+            for where, seq in (("base", self.reds), ("current", self.greens)):
+                if i < len(seq):
+                    v = seq[i]
+                    facts = {"mode": v.mode.value, "exit_code": v.exit_code}
+                    runs.append({"where": where, "run": i + 1, **facts})
+        for run, extra in zip(runs, reached, strict=False):
+            run.update(extra)
+        return {
+            "n": self.repeat,
+            "runs": runs,
+            "stopped_early": self.stopped_early,
+            # A check that passes or fails at random shows one fixed pattern of 2N runs
+            # (red N times, green N times) with probability at most 4^-N.
+            "bound": 4.0**-self.repeat,
+        }
+
+
+def missing_on_base(gate: Gate, root: Path, base_root: Path) -> list[str]:
+    """Files the check names that exist in the current tree but not on the base."""
+    return [rel for rel in named_files(gate, root) if not (base_root / rel).exists()]
+
 
 def prove(
     gate: Gate,
-    current: Verdict,
+    series: Series,
     evidence: Evidence,
     *,
-    base: Verdict | None = None,
     base_root: Path | None = None,
     require_red: bool = False,
+    coverage: CoverageResult | None = None,
+    argv_missing: Sequence[str] = (),
+    run_extra: Sequence[dict[str, Any]] = (),
 ) -> tuple[RbgResult, Sequence[Record]]:
-    """Classify the gate and return the records of this session's runs for the ledger."""
-    now = make_record(
-        gate,
-        current,
-        tree=evidence.tree,
-        inputs_digest=inputs_digest(gate.root, gate.inputs),
-        where="current",
-    )
-    then: Record | None = None
-    if base is not None and base_root is not None:
-        then = make_record(
-            gate,
-            base,
-            tree=evidence.base_tree(base_root),
-            inputs_digest=inputs_digest(base_root, gate.inputs),
-            where="base",
-            base_ref=evidence.base_ref,
-        )
+    """Classify the gate and return the records of this session's runs for the ledger.
+
+    ``run_extra``: per run, in ``Series.to_dict`` order, what the ledger keeps besides the
+    facts (whether it reached the change).
+    """
+    now_content = content_digest(gate, gate.root)
+    now_inputs = inputs_digest(gate.root, gate.inputs)
+    extras = list(run_extra)
+    records: list[Record] = []
+    greens: list[Record] = []
+    reds: list[Record] = []
+    base_content = base_inputs = ""
+    if base_root is not None:
+        base_content = content_digest(gate, base_root)
+        base_inputs = inputs_digest(base_root, gate.inputs)
+    for i in range(max(len(series.greens), len(series.reds))):
+        if i < len(series.reds) and base_root is not None:
+            red = make_record(
+                gate,
+                series.reds[i],
+                tree=evidence.base_tree(base_root),
+                inputs_digest=base_inputs,
+                where="base",
+                base_ref=evidence.base_ref,
+                content=base_content,
+                extra=extras.pop(0) if extras else None,
+            )
+            reds.append(red)
+            records.append(red)
+        if i < len(series.greens):
+            green = make_record(
+                gate,
+                series.greens[i],
+                tree=evidence.tree,
+                inputs_digest=now_inputs,
+                where="current",
+                content=now_content,
+                extra=extras.pop(0) if extras else None,
+            )
+            greens.append(green)
+            records.append(green)
+    now, then = greens[0], reds[0] if reds else None
+    if series.flaky and not _consistently_failing(series):
+        return _flaky(series), records
     result = classify(
         gate,
         now,
@@ -101,4 +232,128 @@ def prove(
         history=evidence.history.get(gate.id, ()),
         require_red=require_red,
     )
-    return result, (now,) if then is None else (then, now)
+    if then is not None:
+        result = judge_execution(gate, result, coverage, argv_missing)
+        if not require_red:
+            result = _relaxed(result)
+    return result, records
+
+
+def _consistently_failing(series: Series) -> bool:
+    """Every green run failed alike: the check fails now, which keeps its own verdict."""
+    return len({signature(v) for v in series.greens}) == 1 and not series.greens[0].ok
+
+
+def _flaky(series: Series) -> RbgResult:
+    def pattern(runs: Sequence[Verdict]) -> str:
+        return ", ".join("pass" if v.ok else f"{v.mode.value} {v.exit_code}" for v in runs)
+
+    parts = [f"green: {pattern(series.greens)}"]
+    if series.reds:
+        parts.insert(0, f"red on the base: {pattern(series.reds)}")
+    early = " (stopped at the first disagreement)" if series.stopped_early else ""
+    return RbgResult(
+        Rbg.FLAKY,
+        ok=False,
+        reason=f"repeated runs disagree{early}: {'; '.join(parts)}; a flaky check proves nothing",
+        mode=Mode.FAIL,
+        cause=Cause.BROKEN_TEST,
+    )
+
+
+def judge_execution(
+    gate: Gate,
+    result: RbgResult,
+    coverage: CoverageResult | None,
+    argv_missing: Sequence[str] = (),
+) -> RbgResult:
+    """Hold a base-route status to what the runs executed (docs: "Evidence by execution")."""
+    if gate.red is RedPolicy.NOT_REQUIRED:
+        return result
+    if coverage is not None and coverage.contaminated:
+        top = coverage.change.head_top
+        files = ", ".join(coverage.contaminated[:5])
+        more = len(coverage.contaminated) - 5
+        return RbgResult(
+            Rbg.WEAK_RED,
+            ok=False,
+            reason=(
+                f"the base run is contaminated: it executed files of the current tree "
+                f"({files}{f' and {more} more' if more > 0 else ''} from {top}) instead of "
+                "the base worktree (a PYTHONPATH, an editable install or a conftest pointing "
+                "at the current tree); it is not counted as red"
+            ),
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
+    if result.status is not Rbg.PROVEN:
+        return result
+    status = coverage.status if coverage is not None else None
+    if status is None or status is CoverageStatus.UNMEASURED:
+        if argv_missing:
+            names = ", ".join(argv_missing[:5])
+            return RbgResult(
+                Rbg.WEAK_RED,
+                ok=False,
+                reason=(
+                    f"the check names {names}, which exist now but not on the base (carry "
+                    "them with `overlay:`); its red ran without them"
+                ),
+                mode=Mode.FAIL,
+                cause=Cause.BROKEN_TEST,
+            )
+        if coverage is None:
+            return result
+        return replace(
+            result,
+            reason=(
+                f"{result.reason}; coverage unmeasured ({coverage.reason}): judged on exit codes"
+            ),
+        )
+    if status is CoverageStatus.NO_CHANGE:
+        return replace(result, reason=f"{result.reason}; {coverage.reason}" if coverage else "")
+    assert coverage is not None
+    red_reached = coverage.red is not None and coverage.red.reached
+    green_reached = coverage.green is not None and coverage.green.reached
+    if not red_reached and not green_reached:
+        return RbgResult(
+            Rbg.DISCONNECTED,
+            ok=False,
+            reason=(
+                "red on the base and green now, but neither run executed the change: "
+                "something other than the change flipped it"
+            ),
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
+    if not red_reached:
+        return RbgResult(
+            Rbg.WEAK_RED,
+            ok=False,
+            reason=(
+                "the red run never reached the change: it executed none of the base-side "
+                "changed lines (nor, for a pure insertion, the file); e.g. the test did not "
+                "exist on the base (carry it with `overlay:`)"
+            ),
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
+    return replace(result, reason=f"{result.reason}; the runs executed the change ({status.value})")
+
+
+RELAXABLE = (Rbg.NEVER_RED, Rbg.WEAK_RED, Rbg.DISCONNECTED)
+
+
+def _relaxed(result: RbgResult) -> RbgResult:
+    """--no-vgate-require-red: a gate without a genuine red passes, its status shown."""
+    if result.ok or result.mode is None or result.status not in RELAXABLE:
+        return result
+    if result.cause is Cause.ENVIRONMENT:
+        return result
+    return replace(
+        result,
+        ok=True,
+        mode=None,
+        cause=None,
+        reason=f"{result.reason}; passes: red is not required (--no-vgate-require-red)",
+    )

@@ -44,6 +44,8 @@ GATE_FIELDS = (
     "red",
     "green",
     "base",
+    "coverage",
+    "repeat",
     "source",
     "nodeid",
     "ok",

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_vgate import bytecode
 from pytest_vgate.causes import command_cause
 from pytest_vgate.cell import build_env, pooled_cell
+from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.measure import start as start_measuring
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
 from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
 from pytest_vgate.tools import ToolInventory, toolchain_bin
@@ -39,7 +41,9 @@ class RunContext:
 
     ``root`` is the tree the check runs on: the gates root, or its image inside the
     base worktree for a red run. ``inventory`` is the session's tool inventory; without
-    one (library use) tools are resolved on the spot.
+    one (library use) tools are resolved on the spot. With ``measure``, a command check's
+    Python processes are measured and the verdict's ``extra[MEASURED_KEY]`` holds the
+    ``Measured`` (the caller takes it out before the verdict is serialised).
     """
 
     root: Path
@@ -51,6 +55,7 @@ class RunContext:
     # Judges semantic/self_review gates (pytest_vgate_judge, see judging.py); None: no judge.
     judge: Callable[[Gate, RunContext], Verdict | None] | None = None
     isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
+    measure: MeasureSpec | None = None
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:
@@ -213,6 +218,10 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             caller_env=ctx.caller_env,
             path_prefix=(toolchain,),
         )
+        probe = start_measuring(ctx.measure, cell, env) if ctx.measure is not None else None
+        measured = probe if isinstance(probe, Measured) else None
+        if probe is not None and not isinstance(probe, Measured):
+            env = probe.env
         result = run_process(
             argv,
             cwd=cwd,
@@ -221,7 +230,12 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             capture_limit=ctx.capture_limit,
             isolation=ctx.isolation,
         )
-    return verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+        if probe is not None and not isinstance(probe, Measured):
+            measured = probe.collect()
+    verdict = verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+    if measured is not None:
+        verdict = replace(verdict, extra={**verdict.extra, MEASURED_KEY: measured})
+    return verdict
 
 
 @functools.lru_cache(maxsize=1024)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.baseline import BaseTrees
+from pytest_vgate.baseline import BaseTrees, BaseWorktree
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.options import Settings
 from pytest_vgate.proof import Evidence
@@ -36,6 +36,7 @@ class Resources:
     gates_files: dict[Path, GatesFile | GatesFileError] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)  # per-process caches (checkers...)
     results: list[dict[str, Any]] = field(default_factory=list)  # controller: payloads seen
+    own_files: tuple[Path, ...] = ()  # junit, JSON report: never part of the tree identity
     caller_env: Mapping[str, str] | None = None  # see run_basics()
     sys_path: tuple[str, ...] | None = None
 
@@ -77,6 +78,11 @@ class Resources:
     def inventory_for(self, root: Path) -> ToolInventory | None:
         return self.inventories.get(str(root))
 
+    def base_tree_for(self, gate: Gate) -> BaseWorktree | None:
+        """The base worktree made for this gate's overlay (None without --vgate-base)."""
+        trees = self.base_trees.get(str(gate.root))
+        return trees.for_overlay(gate.overlay) if trees is not None else None
+
     def base_root_for(self, gate: Gate) -> Path | None:
         """The gates root inside the base worktree made for this gate's overlay."""
         trees = self.base_trees.get(str(gate.root))
@@ -90,7 +96,11 @@ class Resources:
         evidence = self.cache.get(key)
         if evidence is None:
             evidence = Evidence.load(
-                root, self.settings.ledger, self.settings.base, self.tree_states.get(str(root))
+                root,
+                self.settings.ledger,
+                self.settings.base,
+                self.tree_states.get(str(root)),
+                exclude=self.own_files,
             )
             self.tree_states[str(root)] = evidence.tree
             self.cache[key] = evidence

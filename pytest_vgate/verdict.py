@@ -53,6 +53,8 @@ class Rbg(str, enum.Enum):
     UNPROVEN = "unproven"
     REGRESSION = "regression"
     REQUIREMENT_CHANGED = "requirement-changed"
+    DISCONNECTED = "disconnected"  # red and green, but neither run executed the change
+    FLAKY = "flaky"  # repeated runs disagreed
 
     def __str__(self) -> str:
         return self.value

@@ -20,7 +20,7 @@ from pytest_vgate.regular import kind_of, open_regular
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import ToolRecord
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: the content of the files a check names is part of it
 NOT_A_GIT_TREE = "not a git tree"
 
 # Untracked paths that running checks creates on its own (bytecode, tool caches, our
@@ -40,12 +40,14 @@ def _canonical(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = ()) -> str:
+def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = (), content: str = "") -> str:
     """sha256 of the check's identity: what runs, where, with what, and what passes.
 
-    Not the claim (``claim_hash`` tracks it separately, so a changed claim is told apart
-    from a changed check), not the timeout, the red policy or the staleness keys, and no
-    absolute path: a base worktree and the current tree must agree.
+    ``content`` is ``content_digest`` of the tree the check ran on: the bytes of the files
+    its argv names and of its overlay, so a red recorded with other test content does not
+    prove today's check. Not the claim (``claim_hash`` tracks it separately, so a changed
+    claim is told apart from a changed check), not the timeout, the red policy or the
+    staleness keys, and no absolute path: a base worktree and the current tree must agree.
     """
     by_id = {t.id: t.sha256 for t in tools}
     declared = sorted(set(gate.tools) | set(by_id))
@@ -62,6 +64,7 @@ def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = ()) -> str:
         "tools": [[name, by_id.get(name, "")] for name in declared],
         "overlay": sorted(gate.overlay),
         "verifiers": list(gate.verifiers),
+        "content": content,
     }
     return hashlib.sha256(_canonical(identity)).hexdigest()
 
@@ -84,6 +87,7 @@ class TreeState:
     dirty: str
     label: str
     is_git: bool = True
+    repo: str | None = None  # the repository's identity: its root commit
 
     @property
     def key(self) -> str:
@@ -97,16 +101,19 @@ class TreeState:
             "dirty": self.dirty,
             "label": self.label,
             "is_git": self.is_git,
+            "repo": self.repo,
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> TreeState:
         commit = data.get("commit")
+        repo = data.get("repo")
         return cls(
             commit=str(commit) if commit else None,
             dirty=str(data.get("dirty", "")),
             label=str(data.get("label", "")),
             is_git=bool(data.get("is_git", True)),
+            repo=str(repo) if repo else None,
         )
 
 
@@ -195,14 +202,88 @@ def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
             excluded.append(real.relative_to(top_real).as_posix())
     paths = sorted({p for p in (*changed, *untracked) if not _is_derived(p, excluded)})
     short = commit[:7] if commit else "unborn"
+    repo = repository_id(top) if commit else None
     if not paths:
-        return TreeState(commit=commit, dirty="", label=short)
+        return TreeState(commit=commit, dirty="", label=short, repo=repo)
     digest = hashlib.sha256()
     for rel in paths:
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(_file_token(top / rel) + b"\0")
     dirty = digest.hexdigest()
-    return TreeState(commit=commit, dirty=dirty, label=f"{short}+dirty:{dirty[:4]}")
+    return TreeState(commit=commit, dirty=dirty, label=f"{short}+dirty:{dirty[:4]}", repo=repo)
+
+
+def repository_id(top: Path) -> str | None:
+    """The repository's identity: its root commit (the smallest, when history has several)."""
+    roots = run_git(
+        [*GIT_SAFE, "rev-list", "--max-parents=0", "HEAD"], cwd=top, timeout=_GIT_TIMEOUT
+    )
+    found = sorted(roots.stdout.split()) if roots.exit_code == 0 else []
+    return found[0] if found else None
+
+
+def known_commits(top: Path, commits: Iterable[str]) -> set[str] | None:
+    """Which of ``commits`` exist in the repository at ``top``; None when git cannot say."""
+    wanted = sorted({c for c in commits if c and all(ch in "0123456789abcdef" for ch in c)})
+    if not wanted:
+        return set()
+    result = run_git(
+        [*GIT_SAFE, "rev-list", "--no-walk", "--ignore-missing", *wanted],
+        cwd=top,
+        timeout=_GIT_TIMEOUT,
+    )
+    if result.exit_code != 0:
+        return None
+    return set(result.stdout.split()) & set(wanted)
+
+
+def named_files(gate: Gate, root: Path) -> list[str]:
+    """The files (or folders) below ``root`` that the check's argv names, relative to root.
+
+    A token counts when, resolved against the gate's cwd (``path::node`` as ``path``), it
+    names an existing path inside the root other than the root itself.
+    """
+    root_real = Path(os.path.realpath(root))
+    cwd = root / gate.cwd
+    found: dict[str, None] = {}
+    for token in gate.argv[1:]:
+        if not token or token.startswith("-") or "\n" in token or len(token) > 4096:
+            continue
+        path = token.split("::", 1)[0]
+        try:
+            real = Path(os.path.realpath(cwd / path))
+        except (OSError, ValueError):
+            continue
+        if real == root_real or root_real not in real.parents or not real.exists():
+            continue
+        found[real.relative_to(root_real).as_posix()] = None
+    return list(found)
+
+
+def content_digest(gate: Gate, root: Path) -> str:
+    """sha256 over the files the check names and its overlay, as they are below ``root``.
+
+    Folders are walked (bytecode and caches left out); a named path that is missing on
+    this tree is recorded as missing. "" when the check names no file and has no overlay.
+    """
+    rels = [*named_files(gate, root), *(p.rstrip("/") for p in gate.overlay)]
+    if not rels:
+        return ""
+    root_real = Path(os.path.realpath(root))
+    digest = hashlib.sha256(b"content-v1\0")
+    for rel in sorted(set(rels)):
+        top = root_real / rel
+        paths = [top]
+        if top.is_dir() and not top.is_symlink():
+            paths = sorted(
+                p
+                for p in top.rglob("*")
+                if not p.is_dir() and not _is_derived(p.relative_to(root_real).as_posix(), ())
+            )
+        for path in paths:
+            digest.update(path.relative_to(root_real).as_posix().encode("utf-8", "surrogateescape"))
+            digest.update(b"\0" + _file_token(path) + b"\0")
+    return digest.hexdigest()
 
 
 def inputs_digest(root: Path, patterns: Sequence[str]) -> str:

@@ -55,6 +55,10 @@ class Ledger:
     def _warn(self, text: str) -> str:
         return f"vgate ledger {self.file}: {text}"
 
+    def warning(self, text: str) -> str:
+        """A warning about this ledger, in the form every ledger warning takes."""
+        return self._warn(text)
+
     def _ensure_dir(self) -> None:
         directory = self.file.parent
         if directory.is_dir():

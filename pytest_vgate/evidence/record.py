@@ -201,6 +201,8 @@ def make_record(
     where: str = "current",
     base_ref: str | None = None,
     time: str | None = None,
+    content: str = "",
+    extra: Mapping[str, Any] | None = None,
 ) -> Record:
     """The record of one observed run: identity from the gate, facts from the verdict."""
     if where not in WHERE:
@@ -208,7 +210,7 @@ def make_record(
     genuine, reason = is_genuine_red(verdict, gate)
     return Record(
         gate_id=gate.id,
-        fingerprint=fingerprint(gate, verdict.tools),
+        fingerprint=fingerprint(gate, verdict.tools, content),
         claim_hash=claim_hash(gate.claim),
         tree=tree,
         inputs_digest=inputs_digest,
@@ -223,4 +225,5 @@ def make_record(
         time=time or utc_now(),
         genuine_red=genuine,
         red_reason=reason,
+        extra=dict(extra or {}),
     )

@@ -1,0 +1,159 @@
+"""The change under test: executable lines that differ between the base and the current tree.
+
+The base side is the base worktree as the red run saw it (the base revision with the
+gate's overlay copied on); the head side is the current working tree (tracked files,
+committed or not, and untracked files that are not ignored). Lines are mapped through
+coverage.py's own parser, so a comment or a docstring is never "changed code", and a
+change inside a multi-line statement is the statement's first line, as coverage records it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.process import run_git
+
+PYTHON_SUFFIXES = (".py", ".pyw")
+Lines = Mapping[str, frozenset[int]]  # path relative to the repository -> line numbers
+
+
+@dataclass(frozen=True)
+class Change:
+    """The change between ``base_top`` (the base worktree) and ``head_top`` (this tree).
+
+    ``head_changed`` / ``base_changed``: executable lines added or changed on each side.
+    ``inserted``: files changed by pure insertion (executable lines added on the head,
+    none removed or changed on the base, the file present on both): a red reaches such a
+    change by executing the file on the base. ``error``: the change could not be computed.
+    """
+
+    head_top: str
+    base_top: str
+    head_changed: Lines = field(default_factory=dict)
+    base_changed: Lines = field(default_factory=dict)
+    inserted: frozenset[str] = frozenset()
+    tree: frozenset[str] = frozenset()  # the current tree's files (tracked, or not ignored)
+    error: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.head_changed.values()) and not any(self.base_changed.values())
+
+    @property
+    def files(self) -> frozenset[str]:
+        """Every file with executable changed lines on either side."""
+        sides = (self.head_changed, self.base_changed)
+        return frozenset(p for side in sides for p, ls in side.items() if ls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "head_changed": lines_to_json(self.head_changed),
+            "base_changed": lines_to_json(self.base_changed),
+            "inserted": sorted(self.inserted),
+            "error": self.error,
+        }
+
+
+def lines_to_json(lines: Lines) -> dict[str, list[int]]:
+    return {path: sorted(ls) for path, ls in sorted(lines.items()) if ls}
+
+
+def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
+    """Coverage's statements of a Python source and its line -> first-line map; None when
+    the text does not parse (the caller then counts raw lines, failing closed)."""
+    from coverage.parser import PythonParser
+
+    try:
+        parser = PythonParser(text=text)
+        parser.parse_source()
+    # coverage raises NotPython, and tokenize/ast errors surface as others.
+    except Exception:  # noqa: BLE001
+        return None
+    count = text.count("\n") + 1
+    first = {n: parser.first_line(n) for n in range(1, count + 1)}
+    return frozenset(parser.statements), first
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _map(changed: set[int], text: str) -> frozenset[int]:
+    parsed = executable_lines(text)
+    if parsed is None:
+        return frozenset(changed)
+    statements, first = parsed
+    return frozenset(first.get(n, n) for n in changed) & statements
+
+
+def diff_file(
+    base_text: str | None, head_text: str | None
+) -> tuple[frozenset[int], frozenset[int]]:
+    """(base-side, head-side) executable lines changed between two versions of a file."""
+    if base_text == head_text:
+        return frozenset(), frozenset()
+    if base_text is None:
+        return frozenset(), _map(set(range(1, (head_text or "").count("\n") + 2)), head_text or "")
+    if head_text is None:
+        return _map(set(range(1, base_text.count("\n") + 2)), base_text), frozenset()
+    a, b = base_text.splitlines(), head_text.splitlines()
+    base_lines: set[int] = set()
+    head_lines: set[int] = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            base_lines.update(range(i1 + 1, i2 + 1))
+        if tag in ("replace", "insert"):
+            head_lines.update(range(j1 + 1, j2 + 1))
+    return _map(base_lines, base_text), _map(head_lines, head_text)
+
+
+def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
+    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=120.0)
+    if result.exit_code != 0:
+        return None
+    return [p for p in result.stdout.split("\0") if p]
+
+
+def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
+    """The change from the base worktree ``base_top`` (at ``base_sha``) to ``head_top``.
+
+    Never raises: a git failure is a Change with ``error`` set (judged as unmeasured).
+    """
+    head_real, base_real = os.path.realpath(head_top), os.path.realpath(base_top)
+    diffed = _git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top)
+    untracked = _git_paths(["ls-files", "--others", "--exclude-standard", "-z", "--"], head_top)
+    tracked = _git_paths(["ls-files", "-z", "--"], head_top)
+    if diffed is None or untracked is None or tracked is None:
+        return Change(head_real, base_real, error="git could not list the changed files")
+    head_changed: dict[str, frozenset[int]] = {}
+    base_changed: dict[str, frozenset[int]] = {}
+    inserted: set[str] = set()
+    for rel in sorted({*diffed, *untracked}):
+        if not rel.endswith(PYTHON_SUFFIXES):
+            continue
+        base_text = _read(Path(base_real) / rel)
+        head_text = _read(Path(head_real) / rel)
+        base_lines, head_lines = diff_file(base_text, head_text)
+        if base_lines:
+            base_changed[rel] = base_lines
+        if head_lines:
+            head_changed[rel] = head_lines
+            if not base_lines and base_text is not None:
+                inserted.add(rel)
+    return Change(
+        head_top=head_real,
+        base_top=base_real,
+        head_changed=head_changed,
+        base_changed=base_changed,
+        inserted=frozenset(inserted),
+        tree=frozenset([*tracked, *untracked]),
+    )

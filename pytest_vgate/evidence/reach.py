@@ -1,0 +1,155 @@
+"""Did a run reach the change? Judging red and green runs on what they executed.
+
+Rules (docs/red-before-green.md, "Evidence by execution"): a red run reaches the change
+when it executed base-side changed lines, or, for a file changed by pure insertion, that
+file on the base. A green run reaches it when it executed head-side changed lines. A red
+run that executed files of the current tree (not the base worktree) is contaminated.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_vgate.evidence.change import Change, Lines, lines_to_json
+from pytest_vgate.measure import Measured
+
+SHOWN_LINES = 5  # changed lines listed per run in a failure report before "and N more"
+
+
+class CoverageStatus(str, enum.Enum):
+    """junit ``vgate_coverage``: how the gate's runs met the change."""
+
+    COVERS = "covers"
+    PARTIAL = "partial"
+    MISSES = "misses"
+    NO_CHANGE = "no-change"
+    UNMEASURED = "unmeasured"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RunReach:
+    """One run against the change: what it executed of it (paths relative to the repo)."""
+
+    measured: bool
+    reached: bool = False
+    executed: Lines = field(default_factory=dict)  # changed lines it executed
+    files: frozenset[str] = frozenset()  # changed files it executed at all
+    contaminated: tuple[str, ...] = ()  # current-tree files a base run executed
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measured": self.measured,
+            "reached": self.reached,
+            "executed": lines_to_json(self.executed),
+            "files": sorted(self.files),
+            "contaminated": list(self.contaminated),
+            "reason": self.reason,
+        }
+
+
+def _relative(files: Mapping[str, frozenset[int]], top: str) -> dict[str, frozenset[int]]:
+    prefix = top.rstrip(os.sep) + os.sep
+    return {p[len(prefix) :]: lines for p, lines in files.items() if p.startswith(prefix)}
+
+
+def red_reach(change: Change, run: Measured | None) -> RunReach:
+    """A base run: did it execute base-side changed lines (or an inserted-into file)?"""
+    if run is None or not run.measured:
+        return RunReach(False, reason=run.reason if run else "not measured")
+    on_base = _relative(run.files, change.base_top)
+    on_head = _relative(run.files, change.head_top)
+    contaminated = tuple(sorted(p for p in on_head if p in change.tree))
+    executed = {p: ls & on_base.get(p, frozenset()) for p, ls in change.base_changed.items()}
+    executed = {p: ls for p, ls in executed.items() if ls}
+    files = frozenset(p for p in change.files if p in on_base)
+    reached = bool(executed) or any(p in on_base for p in change.inserted)
+    return RunReach(True, reached, executed, files, contaminated)
+
+
+def green_reach(change: Change, run: Measured | None) -> RunReach:
+    """A current run: did it execute head-side changed lines?"""
+    if run is None or not run.measured:
+        return RunReach(False, reason=run.reason if run else "not measured")
+    on_head = _relative(run.files, change.head_top)
+    executed = {p: ls & on_head.get(p, frozenset()) for p, ls in change.head_changed.items()}
+    executed = {p: ls for p, ls in executed.items() if ls}
+    files = frozenset(p for p in change.files if p in on_head)
+    return RunReach(True, bool(executed), executed, files)
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    """A gate's runs against the change; ``to_dict`` is the JSON report's ``coverage``."""
+
+    status: CoverageStatus
+    change: Change
+    red: RunReach | None
+    green: RunReach | None
+    reason: str = ""
+
+    @property
+    def contaminated(self) -> tuple[str, ...]:
+        return self.red.contaminated if self.red else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "head_changed": lines_to_json(self.change.head_changed),
+            "head_executed": lines_to_json(self.green.executed) if self.green else {},
+            "base_changed": lines_to_json(self.change.base_changed),
+            "base_executed": lines_to_json(self.red.executed) if self.red else {},
+            "inserted": sorted(self.change.inserted),
+            "red": self.red.to_dict() if self.red else None,
+            "green": self.green.to_dict() if self.green else None,
+            "reason": self.reason,
+        }
+
+
+def judge(change: Change, red: RunReach | None, green: RunReach | None) -> CoverageResult:
+    """The coverage status of a gate from its red (base) and green (current) runs."""
+    if change.error:
+        return CoverageResult(CoverageStatus.UNMEASURED, change, red, green, change.error)
+    if change.empty:
+        why = "the change has no executable lines (comments, docstrings or non-Python files)"
+        return CoverageResult(CoverageStatus.NO_CHANGE, change, red, green, why)
+    runs = [r for r in (red, green) if r is not None]
+    unmeasured = [r for r in runs if not r.measured]
+    if not runs or unmeasured:
+        why = unmeasured[0].reason if unmeasured else "no run was measured"
+        return CoverageResult(CoverageStatus.UNMEASURED, change, red, green, why)
+    green_needed = green is not None and bool(change.head_changed)
+    hits = [r.reached for r in runs if r is not green or green_needed]
+    if hits and all(hits):
+        status = CoverageStatus.COVERS
+    elif any(r.reached for r in runs):
+        status = CoverageStatus.PARTIAL
+    else:
+        status = CoverageStatus.MISSES
+    return CoverageResult(status, change, red, green)
+
+
+def describe_lines(executed: Lines, changed: Lines, limit: int = SHOWN_LINES) -> str:
+    """ "executed a.py:2, b.py:7; missed a.py:9 and 3 more" for a failure report."""
+    hit = [f"{p}:{n}" for p, ls in sorted(executed.items()) for n in sorted(ls)]
+    missed = [
+        f"{p}:{n}"
+        for p, ls in sorted(changed.items())
+        for n in sorted(ls)
+        if n not in executed.get(p, frozenset())
+    ]
+    return f"executed {_few(hit, limit)}; missed {_few(missed, limit)}"
+
+
+def _few(items: Sequence[str], limit: int) -> str:
+    if not items:
+        return "none"
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")

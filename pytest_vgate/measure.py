@@ -1,0 +1,263 @@
+"""What a check executed: coverage.py around every Python process a check starts.
+
+Core, no pytest. The runner asks ``start`` for a probe before it spawns a check and
+``Probe.collect`` after the check ended. The probe puts a private bootstrap folder on the
+check's ``PYTHONPATH``: its ``sitecustomize`` starts coverage.py in every Python process
+of the check (``python -m pytest``, scripts, ``pytest.main``, subprocesses: they inherit
+the environment), with ``COVERAGE_PROCESS_START`` naming a generated rc file. Each
+process writes a parallel data file into the run's folder, plus a start and a finish
+marker, so "ran Python but executed none of the tree" is told apart from "nothing could
+be measured" (no process started coverage: ``unmeasured``). ``COVERAGE_*`` and pytest-cov's
+``COV_CORE_*`` variables of the caller never reach a measured check: the two never mix.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DIR_ENV = "PYTEST_VGATE_COVERAGE_DIR"
+MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
+FOREIGN_PREFIXES = ("COVERAGE_", "COV_CORE_")
+RUN_DIRNAME = "vgate-coverage"
+PATCH_MIN = (7, 10)  # coverage.py's `[run] patch` (saving data at os._exit)
+
+# Written into the run's folder; runs inside the check's own interpreter, so it may use
+# only the standard library until coverage is imported.
+BOOTSTRAP = r'''"""pytest-vgate: measure this process with coverage.py (pytest_vgate/measure.py)."""
+import os
+import sys
+
+
+def _vgate_start():
+    folder = os.environ.get("PYTEST_VGATE_COVERAGE_DIR")
+    if not folder or not os.path.isdir(folder):
+        return
+    token = "%d.%s" % (os.getpid(), os.urandom(4).hex())
+    try:
+        import coverage
+    except ImportError:
+        coverage = None
+        if tuple(sys.version_info[:2]) == (@MAJOR@, @MINOR@):
+            sys.path.append(@COVERAGE_HOME@)
+            try:
+                import coverage
+            except ImportError:
+                coverage = None
+            finally:
+                sys.path.remove(@COVERAGE_HOME@)
+    if coverage is None:
+        _mark(folder, "failed." + token, "coverage.py is not importable by %s" % sys.executable)
+        return
+    if sys.version_info >= (3, 12):
+        os.environ["COVERAGE_CORE"] = "sysmon"
+    import atexit
+
+    atexit.register(_mark, folder, "finished." + token, "")  # runs after coverage saved
+    try:
+        coverage.process_startup()
+    except Exception as exc:  # a broken start is "not measured", never a broken check
+        _mark(folder, "failed." + token, "%s: %s" % (type(exc).__name__, exc))
+        return
+    if getattr(coverage.process_startup, "coverage", None) is None:
+        _mark(folder, "failed." + token, "coverage.process_startup() did not start")
+        return
+    _mark(folder, "started." + token, sys.executable)
+
+
+def _mark(folder, name, text):
+    try:
+        with open(os.path.join(folder, name), "w") as fh:
+            fh.write(text)
+    except OSError:
+        pass
+
+
+def _chain():
+    """Run the sitecustomize this one shadows, if there is one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == here:
+            continue
+        candidate = os.path.join(entry, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("sitecustomize", candidate)
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules["sitecustomize"] = module
+                try:
+                    spec.loader.exec_module(module)
+                except Exception:
+                    pass
+            return
+
+
+_vgate_start()
+_chain()
+'''
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """Which files a measured run records: those below ``include`` (absolute folders).
+
+    Files below a ``site-packages`` folder are never recorded, even inside an included
+    folder (a virtual environment kept in the repository).
+    """
+
+    include: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"include": list(self.include)}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one run executed: ``files`` maps a real path to its executed lines.
+
+    ``measured`` False: no Python process of the check started coverage (a compiled tool,
+    a shell pipeline, coverage missing); ``reason`` says why, and ``files`` is empty.
+    """
+
+    measured: bool
+    files: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    processes: int = 0
+    unfinished: int = 0
+    reason: str = ""
+
+
+def strip_foreign(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without coverage.py's and pytest-cov's own variables."""
+    return {k: v for k, v in env.items() if not k.startswith(FOREIGN_PREFIXES)}
+
+
+def _coverage_version() -> tuple[int, ...] | None:
+    try:
+        import coverage
+    except ImportError:
+        return None
+    return tuple(coverage.version_info[:2])
+
+
+def _rc_text(spec: MeasureSpec, data: Path, version: tuple[int, ...]) -> str:
+    include = "".join(f"\n    {os.path.join(d, '*')}" for d in spec.include)
+    lines = [
+        "[run]",
+        "parallel = True",
+        "branch = False",
+        f"data_file = {data / '.coverage'}",
+        f"include ={include}",
+        "omit =\n    */site-packages/*\n    */dist-packages/*",
+        "disable_warnings = no-data-collected, module-not-measured, couldnt-parse",
+    ]
+    if version >= PATCH_MIN:
+        lines.append("patch = _exit")
+    return "\n".join(lines) + "\n"
+
+
+class Probe:
+    """The measuring of one run; ``env`` is what the check must be started with."""
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.folder = folder
+        self.env = env
+
+    def collect(self) -> Measured:
+        """Read and combine every data file strictly, then remove the run's folder."""
+        from pytest_vgate.cell import remove_tree
+
+        try:
+            return _read(self.folder / "data")
+        finally:
+            remove_tree(self.folder)
+
+
+def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe | Measured:
+    """Prepare a measured run in ``cell``: a Probe, or ``Measured(False)`` when it cannot be."""
+    version = _coverage_version()
+    if version is None:
+        return Measured(False, reason="coverage.py is not installed in pytest-vgate's Python")
+    import coverage
+
+    folder = cell / f"{RUN_DIRNAME}-{secrets.token_hex(4)}"
+    boot, data = folder / "boot", folder / "data"
+    for path in (folder, boot, data):
+        path.mkdir(mode=0o700)
+    home = os.path.dirname(os.path.dirname(os.path.abspath(coverage.__file__)))
+    text = (
+        BOOTSTRAP.replace("@MAJOR@", str(sys.version_info[0]))
+        .replace("@MINOR@", str(sys.version_info[1]))
+        .replace("@COVERAGE_HOME@", repr(home))
+    )
+    (boot / "sitecustomize.py").write_text(text, encoding="utf-8")
+    rc = folder / "coveragerc"
+    rc.write_text(_rc_text(spec, data, version), encoding="utf-8")
+    new = strip_foreign(env)
+    given = new.get("PYTHONPATH")
+    new["PYTHONPATH"] = os.pathsep.join([str(boot), *([given] if given else [])])
+    new["COVERAGE_PROCESS_START"] = str(rc)
+    new[DIR_ENV] = str(data)
+    return Probe(folder, new)
+
+
+def _read(data: Path) -> Measured:
+    try:
+        names = sorted(os.listdir(data))
+    except OSError as exc:
+        return Measured(False, reason=f"the run's coverage folder is gone ({exc})")
+    started = [n for n in names if n.startswith("started.")]
+    finished = {n.split(".", 1)[1] for n in names if n.startswith("finished.")}
+    failed = [n for n in names if n.startswith("failed.")]
+    if not started:
+        why = "no Python process of the check started coverage.py"
+        if failed:
+            why += f" ({_first_text(data / failed[0])})"
+        return Measured(False, reason=why)
+    tokens = [n.split(".", 1)[1] for n in started]
+    done = [t for t in tokens if t in finished]
+    if not done:
+        return Measured(
+            False,
+            processes=len(tokens),
+            unfinished=len(tokens),
+            reason=f"{len(tokens)} measured process(es) ended without saving coverage data",
+        )
+    from coverage import CoverageData
+
+    files: dict[str, set[int]] = {}
+    for name in names:
+        if not name.startswith(".coverage"):
+            continue
+        try:
+            part = CoverageData(basename=str(data / name))
+            part.read()
+            for path in part.measured_files():
+                files.setdefault(os.path.realpath(path), set()).update(part.lines(path) or ())
+        # Strict: a data file we cannot read means we do not know what ran.
+        except Exception as exc:  # noqa: BLE001 - coverage raises its own and sqlite errors
+            return Measured(False, reason=f"unreadable coverage data {name}: {exc}")
+    return Measured(
+        True,
+        files={path: frozenset(lines) for path, lines in files.items()},
+        processes=len(tokens),
+        unfinished=len(tokens) - len(done),
+    )
+
+
+def _first_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()[:200]
+    except OSError:
+        return "unreadable marker"
+
+
+def include_for(folders: Sequence[Path | str]) -> MeasureSpec:
+    """A spec recording files below each folder (real paths, duplicates dropped)."""
+    return MeasureSpec(tuple(dict.fromkeys(os.path.realpath(f) for f in folders)))
