@@ -23,7 +23,7 @@ from pytest_vgate.evidence.reach import (
 )
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, include_for
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_check
 from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 
@@ -119,15 +119,16 @@ def evaluate_gate(
     red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
     greens: list[Verdict] = []
     reds: list[Verdict] = []
-    for i in range(max(1, repeat)):
-        verdict = run_check(gate, green_ctx)
-        if i == 0 and (evidence is None or verdict.mode is Mode.JUDGMENT):
-            return decide(gate, take_measured(verdict)[0], strict=strict)
-        greens.append(verdict)
-        if red_ctx is not None:
+    if evidence is None or gate.type in JUDGMENT_TYPES:
+        return decide(gate, run_check(gate, ctx), strict=strict)
+    for _ in range(max(1, repeat)):
+        if red_ctx is not None:  # red before green, as in the change's own history
             reds.append(run_check(gate, red_ctx))
+            if Series(tuple(greens), tuple(reds)).flaky:
+                break  # the first disagreement settles it: the check is flaky
+        greens.append(run_check(gate, green_ctx))
         if Series(tuple(greens), tuple(reds)).flaky:
-            break  # the first disagreement settles it: the check is flaky
+            break
     assert evidence is not None
     green_runs = [take_measured(v) for v in greens]
     red_runs = [take_measured(v) for v in reds]

@@ -75,7 +75,7 @@ def _write_rbg(
     tr.write_line(
         "red-before-green: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     )
-    header = ("gate", "red evidence", "green", "status", "cause")
+    header = ("gate", "red evidence", "green", "coverage", "status", "cause")
     table = [header]
     reasons = [""]
     for nodeid, p in rows:
@@ -84,6 +84,7 @@ def _write_rbg(
                 str(p.get("id", nodeid)),
                 _red_text(p),
                 _green_text(p),
+                _coverage_text(p),
                 str(p["rbg"]),
                 str(p.get("cause") or "-"),
             )
@@ -119,6 +120,12 @@ def _red_text(p: Mapping[str, Any]) -> str:
             not_red = "passed" if record.get("mode") == "pass" else "not a genuine red"
             return f"{_run_text(record)} ({not_red})"
     return "-"
+
+
+def _coverage_text(p: Mapping[str, Any]) -> str:
+    """covers / partial / misses / no-change / unmeasured, or - when not measured."""
+    coverage = p.get("coverage")
+    return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
 
 
 def _green_text(p: Mapping[str, Any]) -> str:
