@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, git, make_bugfix_repo
 
+from pytest_vgate.baseline import BaseWorktree
 from pytest_vgate.evidence import (
     NOT_A_GIT_TREE,
     OUTPUT_TAIL,
@@ -33,6 +34,17 @@ from pytest_vgate.evidence import (
     tree_state,
 )
 from pytest_vgate.evidence import ledger as ledger_mod
+from pytest_vgate.evidence.change import Change, compute_change, diff_file
+from pytest_vgate.evidence.identity import content_digest
+from pytest_vgate.evidence.reach import (
+    CoverageStatus,
+    describe_lines,
+    green_reach,
+    judge,
+    red_reach,
+)
+from pytest_vgate.measure import Measured
+from pytest_vgate.proof import bind_records
 from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict
 
@@ -658,3 +670,106 @@ def test_classify_reads_the_ledger_it_wrote(tmp_path: Path, trees: dict[str, Tre
     assert (result.status, warnings) == (Rbg.PROVEN, [])
     again = RbgResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again == result
+
+
+# -- the change, what runs reached of it, and records bound to the repository ------------
+
+SOURCE = 'def add(a, b):\n    """Sum."""\n    total = (a +\n             b)\n    return total\n'
+
+
+@pytest.mark.parametrize(
+    ("head", "base_lines", "head_lines"),
+    [
+        (SOURCE.replace('"""Sum."""', '"""The sum."""'), set(), set()),  # docstring only
+        (SOURCE.replace("    total", "    # why\n    total"), set(), set()),  # comment only
+        (SOURCE.replace("             b)", "             b + 0)"), {3}, {3}),  # inside a statement
+        (SOURCE + "\n\ndef sub(a, b):\n    return a - b\n", set(), {8, 9}),  # pure insertion
+        (SOURCE.replace("    return total\n", ""), {5}, set()),  # pure deletion
+    ],
+    ids=["docstring", "comment", "multi-line", "insertion", "deletion"],
+)
+def test_changed_lines_are_coverage_statements(
+    head: str, base_lines: set[int], head_lines: set[int]
+) -> None:
+    assert diff_file(SOURCE, head) == (base_lines, head_lines)
+
+
+def test_change_between_a_base_worktree_and_the_tree(bugfix: BugFixRepo) -> None:
+    with BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"]) as base:
+        change = compute_change(base.repo, base.path, base.sha)
+    assert change.base_changed == {"pkg/mathx.py": {2}}
+    assert change.head_changed == {"pkg/mathx.py": {2}}  # tests/ is on both sides
+    assert "pkg/mathx.py" in change.tree and not change.error
+
+
+def _change(tmp_path: Path) -> Change:
+    return Change(
+        head_top=str(tmp_path / "head"),
+        base_top=str(tmp_path / "base"),
+        head_changed={"m.py": frozenset({2}), "new.py": frozenset({1})},
+        base_changed={"m.py": frozenset({2})},
+        inserted=frozenset({"grown.py"}),
+        tree=frozenset({"m.py", "grown.py"}),
+    )
+
+
+def _ran(root: Path, files: dict[str, set[int]]) -> Measured:
+    return Measured(True, {str(root / p): frozenset(ls) for p, ls in files.items()}, processes=1)
+
+
+def test_reaching_the_change(tmp_path: Path) -> None:
+    change = _change(tmp_path)
+    base, head = tmp_path / "base", tmp_path / "head"
+    red = red_reach(change, _ran(base, {"m.py": {1, 2}}))
+    green = green_reach(change, _ran(head, {"m.py": {1, 2}}))
+    assert red.reached and green.reached and red.executed == {"m.py": {2}}
+    assert judge(change, red, green).status is CoverageStatus.COVERS
+    missed = red_reach(change, _ran(base, {"m.py": {1}}))
+    assert not missed.reached
+    assert judge(change, missed, green).status is CoverageStatus.PARTIAL
+    nothing = green_reach(change, _ran(head, {}))
+    assert judge(change, missed, nothing).status is CoverageStatus.MISSES
+    # A file changed by pure insertion is reached by executing it on the base at all.
+    assert red_reach(change, _ran(base, {"grown.py": {1}})).reached
+    unmeasured = red_reach(change, Measured(False, reason="no Python"))
+    assert judge(change, unmeasured, green).status is CoverageStatus.UNMEASURED
+    empty = Change(head_top=change.head_top, base_top=change.base_top)
+    assert judge(empty, red, green).status is CoverageStatus.NO_CHANGE
+
+
+def test_a_base_run_that_executed_the_current_tree_is_contaminated(tmp_path: Path) -> None:
+    change = _change(tmp_path)
+    leak = _ran(tmp_path / "head", {"m.py": {1, 2}, "venv_file.py": {1}})
+    red = red_reach(change, leak)
+    assert red.contaminated == ("m.py",) and not red.reached  # only the tree's own files
+
+
+def test_describe_lines_shows_a_few_then_a_count() -> None:
+    changed = {"a.py": frozenset(range(1, 10))}
+    text = describe_lines({"a.py": frozenset({1})}, changed, limit=3)
+    assert text == "executed a.py:1; missed a.py:2, a.py:3, a.py:4 and 5 more"
+
+
+def test_records_are_bound_to_the_repository_and_its_commits(bugfix: BugFixRepo) -> None:
+    tree = tree_state(bugfix.root)
+    assert tree.repo == bugfix.bug_sha  # the root commit
+    ours = make_record(GATE, RED, tree=tree, inputs_digest="")
+    forged = replace(ours, tree=replace(tree, commit="e" * 40))
+    borrowed = replace(ours, tree=replace(tree, repo="f" * 40))
+    unbound = replace(ours, tree=replace(tree, repo=None))
+    kept, notes = bind_records([ours, forged, borrowed, unbound], tree, bugfix.root)
+    assert kept == [ours]
+    assert any("2 record(s) not bound to this repository" in n for n in notes)
+    assert any("1 record(s) naming a commit this repository does not have" in n for n in notes)
+
+
+def test_content_digest_covers_named_files_and_the_overlay(bugfix: BugFixRepo) -> None:
+    before = content_digest(GATE, bugfix.root)
+    assert before  # the argv names tests/test_fix.py
+    bugfix.fix_test.write_text(bugfix.fix_test.read_text() + "# more\n")
+    assert content_digest(GATE, bugfix.root) != before
+    overlaid = replace(GATE, argv=("python", "-c", "pass"), overlay=("tests/",))
+    plain = replace(GATE, argv=("python", "-c", "pass"))
+    assert content_digest(plain, bugfix.root) == ""
+    assert content_digest(overlaid, bugfix.root) != ""
+    assert fingerprint(GATE, (), "a") != fingerprint(GATE, (), "b")
