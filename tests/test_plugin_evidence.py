@@ -341,3 +341,35 @@ def test_a_comment_only_change_has_no_change(repo: EvidenceRepo, pytester: pytes
     assert isinstance(coverage, dict)
     assert coverage["head_changed"] == {} and coverage["base_changed"] == {}
     git(repo.root, "status", "--short")  # the tree is untouched by the session
+
+
+# -- the documented worked example ------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "red-before-green.md"
+
+
+def docs_worked_example() -> str:
+    text = DOCS.read_text(encoding="utf-8")
+    marker = text.index("is run by tests/test_plugin_evidence.py")
+    block = text[text.index("```yaml\n", marker) + len("```yaml\n") :]
+    return block[: block.index("```")].replace("python ", f"{PY} ")
+
+
+def test_the_documented_worked_example(repo: EvidenceRepo, pytester: pytest.Pytester) -> None:
+    write_gates(repo.root, docs_worked_example())
+    result, cases = run_plain(
+        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1"
+    )
+    assert_clean(result)
+    seen = {g: (c["vgate_rbg"], c["vgate_coverage"]) for g, c in cases.items()}
+    assert seen == {
+        "genuine": ("proven", "covers"),
+        "via-sh": ("weak-red", "partial"),
+        "via-unittest": ("weak-red", "partial"),
+        "passes-on-both": ("never-red", "misses"),
+        "unrelated-flip": ("disconnected", "misses"),
+        "shell-only": ("proven", "unmeasured"),
+    }, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["red-before-green: 1 disconnected, 1 never-red, 2 proven, 2 weak-red"]
+    )
