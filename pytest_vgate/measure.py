@@ -106,7 +106,8 @@ _chain()
 
 @dataclass(frozen=True)
 class MeasureSpec:
-    """Which files a measured run records: those below ``include`` (absolute folders).
+    """Which files a measured run records: those matching ``include`` (absolute file
+    patterns, as coverage's ``[run] include``).
 
     Files below a ``site-packages`` folder are never recorded, even inside an included
     folder (a virtual environment kept in the repository).
@@ -147,7 +148,7 @@ def _coverage_version() -> tuple[int, ...] | None:
 
 
 def _rc_text(spec: MeasureSpec, data: Path, version: tuple[int, ...]) -> str:
-    include = "".join(f"\n    {os.path.join(d, '*')}" for d in spec.include)
+    include = "".join(f"\n    {pattern}" for pattern in spec.include)
     lines = [
         "[run]",
         "parallel = True",
@@ -260,4 +261,5 @@ def _first_text(path: Path) -> str:
 
 def include_for(folders: Sequence[Path | str]) -> MeasureSpec:
     """A spec recording files below each folder (real paths, duplicates dropped)."""
-    return MeasureSpec(tuple(dict.fromkeys(os.path.realpath(f) for f in folders)))
+    found = dict.fromkeys(os.path.join(os.path.realpath(f), "*") for f in folders)
+    return MeasureSpec(tuple(found))

@@ -21,7 +21,7 @@ from pytest_vgate.evidence.reach import (
     judge,
     red_reach,
 )
-from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, include_for
+from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_check
 from pytest_vgate.spec import Gate, GateType
@@ -110,11 +110,13 @@ def evaluate_gate(
     on what it executed of the change between ``base_tree`` and this tree.
     """
     measure: MeasureSpec | None = None
-    if coverage and evidence is not None and base_ctx is not None and base_tree is not None:
-        measure = include_for([base_tree.repo, base_tree.path])
+    change: Change | None = None
+    if base_ctx is not None and base_tree is not None:
         base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
-    elif base_ctx is not None and base_tree is not None:
-        base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
+        if coverage and evidence is not None and gate.type not in JUDGMENT_TYPES:
+            change = evidence.change_for(base_tree)
+            if not change.empty and not change.error and gate.type is not GateType.PYTHON:
+                measure = measure_change(change)
     green_ctx = replace(ctx, measure=measure)
     red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
     greens: list[Verdict] = []
@@ -135,8 +137,7 @@ def evaluate_gate(
     series = Series(tuple(v for v, _ in green_runs), tuple(v for v, _ in red_runs), max(1, repeat))
     cov: CoverageResult | None = None
     run_extra: list[dict[str, Any]] = []
-    if measure is not None and base_tree is not None:
-        change = evidence.change_for(base_tree)
+    if change is not None:
         red_reaches = [red_reach(change, m) for _, m in red_runs]
         green_reaches = [green_reach(change, m) for _, m in green_runs]
         if gate.type is GateType.PYTHON:
@@ -192,6 +193,16 @@ def evaluate_gate(
         ledger=str(evidence.ledger.path),
         coverage=cov,
         repeat=series.to_dict(run_extra) if base_ctx is not None or repeat > 1 else None,
+    )
+
+
+def measure_change(change: Change) -> MeasureSpec:
+    """Record only the changed files, on both trees: all the judgment needs (a base run
+    executing the current tree's changed files is what contamination is), and the cheapest
+    to trace."""
+    files = sorted(change.files | change.inserted)
+    return MeasureSpec(
+        tuple(os.path.join(top, f) for f in files for top in (change.base_top, change.head_top))
     )
 
 

@@ -1,0 +1,124 @@
+"""The cost of evidence by execution: ``--vgate-coverage on`` against ``off``.
+
+A real library and a real bug fix: a git clone of more-itertools (``--library PATH``, any
+clone of https://github.com/more-itertools/more-itertools) at commit 0e6acdf ("Raise a
+clear ValueError for negative n in chunked()"), with ``--vgate-base`` its parent. The gates
+run the library's own tests (the fix's test, a test class, the whole of test_more.py and
+test_recipes.py, pytest and unittest). Both sides run the same session, ``--vgate-base``
+included; only ``--vgate-coverage`` differs. Rounds alternate on/off.
+
+    python bench/coverage_cost.py --library ~/src/more-itertools
+    python bench/coverage_cost.py --library ~/src/more-itertools --quick
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    Run,
+    alternate,
+    base_parser,
+    clean_env,
+    header,
+    pytest_argv,
+    ratio,
+    run_child,
+    table,
+    verdict,
+    workdir,
+)
+
+FIX = "0e6acdf9b60765ecf9634d6f5c132ac1bebc616b"
+LEAN = '{set: {PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}'
+
+
+def gates(python: str) -> str:
+    pytest = f"{python} -m pytest -q -p no:cacheprovider"
+    return f"""
+gates:
+  - id: chunked-negative
+    claim: chunked() rejects a negative n with a clear ValueError
+    check: {pytest} tests/test_more.py::ChunkedTests::test_negative
+    env: {LEAN}
+    overlay: [tests/]
+  - id: chunked-class
+    claim: every chunked() test passes
+    check: {pytest} tests/test_more.py -k ChunkedTests
+    env: {LEAN}
+    overlay: [tests/]
+  - id: chunked-unittest
+    claim: every chunked() test passes under unittest
+    check: {python} -m unittest -q tests.test_more.ChunkedTests
+    overlay: [tests/]
+  - id: test-more
+    claim: all of test_more.py passes
+    check: {pytest} tests/test_more.py
+    env: {LEAN}
+    overlay: [tests/]
+  - id: recipes
+    claim: the recipes still pass
+    check: {pytest} tests/test_recipes.py
+    env: {LEAN}
+    red: not-required
+"""
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0], rounds=3)
+    parser.add_argument("--library", type=Path, required=True, help="a more-itertools clone")
+    args = parser.parse_args()
+    rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
+    header(f"coverage cost: more-itertools gates with --vgate-base, on vs off, {rounds} rounds")
+    with workdir("coverage", keep=args.keep) as base:
+        repo = base / "more-itertools"
+        subprocess.run(
+            ["git", "clone", "-q", "--no-hardlinks", str(args.library), str(repo)], check=True
+        )
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", FIX], check=True)
+        (repo / "gates.yaml").write_text(gates(sys.executable))
+        env = clean_env()
+
+        def session(mode: str) -> Run:
+            shutil.rmtree(repo / ".vgate", ignore_errors=True)
+            argv = pytest_argv(
+                "-p", "no:cacheprovider", "-q", "gates.yaml", "--vgate", "gates.yaml",
+                "--vgate-base", "HEAD~1", "--vgate-coverage", mode,
+            )  # fmt: skip
+            # test-more is never-red on the base (the fix's own test aside, it passes
+            # there): the session fails by design; the bench times it.
+            return run_child(argv, cwd=repo, env=env).check((0, 1), what=f"coverage {mode}")
+
+        series = alternate(
+            rounds,
+            [("coverage on", lambda: session("on")), ("coverage off", lambda: session("off"))],
+            verbose=not args.quiet,
+        )
+        last = run_child(
+            pytest_argv("-p", "no:cacheprovider", "-q", "gates.yaml", "--vgate", "gates.yaml",
+                        "--vgate-base", "HEAD~1", "-rN"),
+            cwd=repo, env=env,
+        )  # fmt: skip
+    on, off = series["coverage on"], series["coverage off"]
+    rows = [[s.name, s.median, s.spread, s.cpu, s.peak_rss] for s in (on, off)]
+    print()
+    print(table(["subject", "median s", "min-max s", "CPU s", "peak RSS MiB"], rows))
+    slow = ratio(on.median, off.median)
+    print()
+    print(
+        table(
+            ["on/off wall", "on/off CPU", "on/off <= 1.5"],
+            [[slow, ratio(on.cpu, off.cpu), verdict(slow, 1.5, at_most=True)]],
+        )
+    )
+    print("\nthe table of the last (coverage on) session:")
+    print(last.output)
+
+
+if __name__ == "__main__":
+    main()
