@@ -121,14 +121,19 @@ def evaluate_gate(
     red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
     greens: list[Verdict] = []
     reds: list[Verdict] = []
-    if evidence is None or gate.type in JUDGMENT_TYPES:
-        return decide(gate, run_check(gate, ctx), strict=strict)
-    for _ in range(max(1, repeat)):
+    if evidence is None:
+        return decide(gate, take_measured(run_check(gate, ctx))[0], strict=strict)
+    first: Verdict | None = None
+    if gate.type in JUDGMENT_TYPES:  # without a judge there is nothing to prove
+        first = run_check(gate, green_ctx)
+        if first.mode is Mode.JUDGMENT:
+            return decide(gate, first, strict=strict)
+    for i in range(max(1, repeat)):
         if red_ctx is not None:  # red before green, as in the change's own history
             reds.append(run_check(gate, red_ctx))
             if Series(tuple(greens), tuple(reds)).flaky:
                 break  # the first disagreement settles it: the check is flaky
-        greens.append(run_check(gate, green_ctx))
+        greens.append(first if i == 0 and first is not None else run_check(gate, green_ctx))
         if Series(tuple(greens), tuple(reds)).flaky:
             break
     assert evidence is not None

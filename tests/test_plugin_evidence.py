@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import textwrap
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,9 @@ def test_every_case_is_judged_on_what_it_executed(
         if outcome == "failure":
             assert cases[gate_id]["vgate_cause"] == "broken_test", gate_id
 
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(resources.files("pytest_vgate").joinpath("report.schema.json").read_text())
+    jsonschema.validate(json.loads(report.read_text()), schema)
     gates = gates_by_id(report)
     genuine = gates["genuine"]["coverage"]
     assert isinstance(genuine, dict)
