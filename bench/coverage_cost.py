@@ -61,11 +61,13 @@ gates:
     check: {pytest} tests/test_more.py
     env: {LEAN}
     overlay: [tests/]
+    timeout: 900
   - id: recipes
     claim: the recipes still pass
     check: {pytest} tests/test_recipes.py
     env: {LEAN}
     red: not-required
+    timeout: 900
 """
 
 

@@ -78,9 +78,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:
-    """Files this session writes into the tree (junit XML, the JSON report): never part of
+    """Files this session writes into the tree (junit XML, JSON report, SARIF): never part of
     the tree's identity, or a second run would look like "a different tree"."""
-    given = [getattr(config.option, "xmlpath", None), settings.report]
+    given = [
+        getattr(config.option, "xmlpath", None),
+        settings.report,
+        getattr(config.option, "vgate_sarif", None),
+    ]
     base = config.invocation_params.dir
     return tuple((base / str(p)).resolve() for p in given if p)
 

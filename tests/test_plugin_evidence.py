@@ -205,11 +205,15 @@ def test_flaky_check_is_never_proven_under_repeat(
     assert [(r["where"], r["exit_code"]) for r in flaky["runs"]] == [
         ("base", 1), ("current", 0), ("base", 0),
     ]  # fmt: skip
+    # The flaky failure executed none of the change: not caused by it (DeFlaker's rule).
+    assert flaky["runs"][0]["not_caused_by_change"] is True
     steady = gates["steady"]["repeat"]
     assert isinstance(steady, dict)
     assert steady["n"] == 5 and steady["bound"] == 4.0**-5 and steady["stopped_early"] is False
     assert len(steady["runs"]) == 10
     assert [r["where"] for r in steady["runs"][:4]] == ["base", "current", "base", "current"]
+    assert all(r["reached_change"] for r in steady["runs"])
+    assert not any(r.get("not_caused_by_change") for r in steady["runs"])
 
 
 def test_flaky_check_with_junit_in_the_repo_is_not_proven_by_the_ledger(
