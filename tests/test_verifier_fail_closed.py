@@ -267,7 +267,7 @@ def test_pytest_timeout_is_the_default_deadline_and_never_kills_the_session(
     assert result.stdout.str().count("deadline of 2s") >= 3  # ours, from --timeout 2
 
 
-# --- xdist: a worker killed by an inline verifier ------------------------------------------
+# --- isolation="inline" cannot end the session: it is a process like any other -----------
 
 INLINE_EXIT = """
 import os
@@ -278,6 +278,39 @@ def test_before():
 
 @verifier(id="inline-exit", isolation="inline")
 def exits(ctx):
+    os._exit(0)
+
+def test_after():
+    pass
+"""
+
+
+@pytest.mark.slow
+def test_an_inline_verifier_calling_os_exit_0_cannot_end_the_session_green(
+    run_vgate, pytester: pytest.Pytester
+) -> None:
+    """Once, ``inline`` ran in pytest's own process: os._exit(0) ended pytest with exit 0,
+    no junit, and the later tests never ran."""
+    pytester.makepyfile(test_inline_exit=INLINE_EXIT)
+    result, cases = run_vgate("-W", "ignore::DeprecationWarning")
+    assert_completed(result)
+    assert cases, "no junit was written"
+    assert cases["test_after"]["outcome"] == "passed"
+    case = cases["inline-exit"]
+    assert case["outcome"] == "failure", case
+    assert (case["vgate_mode"], case["vgate_cause"]) == ("crash", "environment")
+
+
+# --- xdist: a worker killed by a test ------------------------------------------------------
+
+WORKER_EXIT = """
+import os
+from pytest_vgate import verifier
+
+def test_before():
+    pass
+
+def test_worker_exit():
     os._exit(1)
 
 def test_after():
@@ -290,8 +323,8 @@ def healthy(ctx):
 
 
 @pytest.mark.slow
-def test_a_worker_killed_by_an_inline_verifier_is_a_crash(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_inline_exit=INLINE_EXIT)
+def test_a_worker_killed_by_a_test_is_a_crash(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_worker_exit=WORKER_EXIT)
     (pytester.path / "gates.yaml").write_text(
         f"gates:\n  - {{id: trivial, check: '{sys.executable} -c pass', red: not-required}}\n"
     )
@@ -301,16 +334,16 @@ def test_a_worker_killed_by_an_inline_verifier_is_a_crash(pytester: pytest.Pytes
     )  # fmt: skip
     assert_completed(result)
     out = result.stdout.str()
-    assert "crashed while running 'test_inline_exit.py::inline-exit'" in out
-    assert "test_inline_exit.py::inline-exit: crash (environment)" in out  # our summary
-    crashed = report_of(pytester)["test_inline_exit.py::inline-exit"]
+    assert "crashed while running 'test_worker_exit.py::test_worker_exit'" in out
+    assert "test_worker_exit.py::test_worker_exit: crash (environment)" in out  # our summary
+    crashed = report_of(pytester)["test_worker_exit.py::test_worker_exit"]
     assert crashed["mode"] == "crash"
     assert crashed["cause"] == "environment"
     assert crashed["ok"] is False
     cases = junit_cases(pytester.path / "junit.xml")
     for name in ("test_before", "test_after", "healthy-after", "trivial"):
         assert cases[name]["outcome"] == "passed", (name, cases)
-    case = cases["inline-exit"]
+    case = cases["test_worker_exit"]
     assert case["outcome"] in ("failure", "error"), case
     assert case["vgate_mode"] == "crash", case
     assert case["vgate_cause"] == "environment", case
@@ -318,10 +351,10 @@ def test_a_worker_killed_by_an_inline_verifier_is_a_crash(pytester: pytest.Pytes
 
 @pytest.mark.slow
 def test_a_crash_is_tagged_without_a_gates_file(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_inline_exit=INLINE_EXIT)
+    pytester.makepyfile(test_worker_exit=WORKER_EXIT)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     assert_completed(result)
-    assert "test_inline_exit.py::inline-exit: crash (environment)" in result.stdout.str()
+    assert "test_worker_exit.py::test_worker_exit: crash (environment)" in result.stdout.str()
 
 
 # --- Ctrl-C: stops the session as in plain pytest, leaves no verifier alive -----------------
@@ -383,10 +416,7 @@ def test_only_invoke_execute_calls_a_verifier() -> None:
     assert where == {("pytest_vgate/verifiers/invoke.py", "_call", "call")}, sites
     # _call is the verifier call of execute, and execute runs only where a call is isolated.
     assert references(package, "_call") == {("pytest_vgate/verifiers/invoke.py", "execute")}
-    assert references(package, "execute") == {
-        ("pytest_vgate/verifiers/child.py", "child_main"),
-        ("pytest_vgate/verifiers/isolation.py", "_call_inline"),
-    }
+    assert references(package, "execute") == {("pytest_vgate/verifiers/child.py", "child_main")}
 
 
 ROGUE_SOURCES = {

@@ -1,7 +1,7 @@
 """The verifier core, fault-injected for real: child processes running misbehaving modules.
 
-Every verifier here is a real function in a real module file; each call starts a real
-child process (or, for ``inline``, a real thread). Nothing is mocked.
+Every verifier here is a real function in a real module file; each call runs in a real
+child process forked from its module's zygote. Nothing is mocked.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from pytest_vgate.verifiers import (
     run_verifiers,
     verifier,
 )
-from pytest_vgate.verifiers.context import _HAS_ON_START
 
 
 @pytest.fixture
@@ -113,7 +112,7 @@ def test_find_verifier_spec_ignores_other_objects() -> None:
         ({"timeout": 0}, "positive number of seconds"),
         ({"timeout": float("nan")}, "positive number of seconds"),
         ({"timeout": True}, "positive number of seconds"),
-        ({"isolation": "thread"}, "'process' or 'inline'"),
+        ({"isolation": "thread"}, "must be 'process'"),
         ({"id": ""}, "non-empty string"),
         ({"tools": ["python", ""]}, "non-empty tool ids"),
     ],
@@ -148,7 +147,7 @@ def test_target_from_callable_and_reference(folder: Path) -> None:
         """
         from pytest_vgate.verifiers import verifier
 
-        @verifier(id="named", timeout=7, tools=["python"], isolation="inline")
+        @verifier(id="named", timeout=7, tools=["python"])
         def check(ctx):
             return True
         """,
@@ -160,7 +159,7 @@ def test_target_from_callable_and_reference(folder: Path) -> None:
         sys.path.remove(str(folder))
     target = VerifierTarget.from_callable(fn)
     assert (target.module, target.qualname, target.name) == (module, "check", "named")
-    assert (target.timeout, target.tools, target.isolation) == (7.0, ("python",), Isolation.INLINE)
+    assert (target.timeout, target.tools, target.isolation) == (7.0, ("python",), Isolation.PROCESS)
     assert target.file == str(folder / f"{module}.py")
     assert VerifierTarget.from_dict(target.to_dict()) == target
     ref = VerifierTarget.from_reference("checks:first")
@@ -370,7 +369,6 @@ def test_processes_the_verifier_started_itself_die_with_it(folder: Path) -> None
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _HAS_ON_START, reason="needs run_process(on_start=...) (reported)")
 def test_a_tool_running_at_the_deadline_is_killed(folder: Path) -> None:
     marker = new_marker("tool")  # the tool may run in its own PID namespace: no pid file
     module = write_module(
@@ -426,14 +424,17 @@ def test_a_verifier_dying_with_a_lock_does_not_affect_the_next(folder: Path) -> 
 
 
 @pytest.mark.slow
-def test_inline_cannot_protect_module_state(folder: Path) -> None:
-    """The contrast that proves the test above can fail: in-process, the lock stays held."""
-    module = write_module(folder, LOCK_MODULE)
-    first = call(folder, module, "take_and_raise", isolation="inline")
-    assert first.mode is Mode.ERROR
-    second = call(folder, module, "take_and_pass", isolation="inline")
-    assert second.mode is Mode.FAIL  # the lock was never released
-    assert "returned False" in second.detail
+def test_in_one_process_the_lock_would_stay_held(folder: Path) -> None:
+    """The contrast that proves the test above can fail: in one process, the lock stays held."""
+    module = write_module(
+        folder,
+        LOCK_MODULE
+        + "\ndef both(ctx):\n    try:\n        take_and_raise(ctx)\n"
+        "    except RuntimeError:\n        pass\n    return take_and_pass(ctx)\n",
+    )
+    result = call(folder, module, "both")
+    assert result.mode is Mode.FAIL  # the lock was never released
+    assert "returned False" in result.detail
 
 
 # --- where children come from: the forkserver's preload, the warm spare -----------------
@@ -456,16 +457,24 @@ def cwd(ctx):
     return Outcome.passed(os.getcwd())
 """
 
+IMPORTER = """
+def importer(ctx):
+    return Outcome.passed(str(IMPORTS[0]))
+"""
+
 
 def test_every_call_gets_its_own_fresh_process(folder: Path) -> None:
-    """The spare started during one call serves the next, yet no two calls share a
-    process and each finds the module freshly imported (state untouched by earlier calls)."""
-    module = write_module(folder, FRESH_MODULE)
+    """The spare forked during one call serves the next, yet no two calls share a
+    process and each finds the module as its import left it (state untouched by earlier
+    calls), although the module was imported once, by its zygote."""
+    module = write_module(folder, FRESH_MODULE + IMPORTER)
     details = [call(folder, module, "who").detail for _ in range(6)]
     pids = [d.split()[0] for d in details]
     assert len(set(pids)) == len(pids), details
     assert all(d.split()[1] == "2" for d in details), details  # one import + this call
     assert str(os.getpid()) not in pids
+    importers = {call(folder, module, "importer").detail for _ in range(2)}
+    assert len(importers) == 1 and importers.isdisjoint(pids)  # the zygote imported it
 
 
 def test_a_spare_started_before_a_chdir_runs_in_the_callers_cwd(
@@ -480,24 +489,27 @@ def test_a_spare_started_before_a_chdir_runs_in_the_callers_cwd(
     assert result.detail == str(elsewhere)
 
 
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
 def test_a_spare_that_died_waiting_is_replaced_not_reported(folder: Path) -> None:
     """Killed before it got a job (OOM killer, a stray kill): not the next verifier's crash."""
-    from pytest_vgate.verifiers import spawner
-
-    module = write_module(folder, FRESH_MODULE)
-    assert call(folder, module, "who").ok  # starts the spare for the next call
-    with spawner._lock:
-        waiting = spawner._filling
-    if waiting is not None:
-        waiting.join(10)
-    spare = spawner._spare
-    assert spare is not None and spare.proc.pid is not None
-    spare.proc.kill()
-    assert wait_dead(spare.proc.pid)
-    time.sleep(0.2)  # let the forkserver report the exit
+    module = write_module(folder, FRESH_MODULE + IMPORTER)
+    zygote = int(call(folder, module, "importer").detail)  # forks the spare for the next
+    end = time.monotonic() + 10  # the child that answered is being killed and collected
+    while (spares := [p for p in _children(zygote) if pid_alive(p)]) and len(spares) > 1:
+        if time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    assert len(spares) == 1, spares
+    os.kill(spares[0], 9)
+    assert wait_dead(spares[0])
     result = call(folder, module, "who")
     assert result.mode is Mode.PASS, result.detail
-    assert result.detail.split()[0] != str(spare.proc.pid)
+    assert result.detail.split()[0] != str(spares[0])
 
 
 PRELOAD_SCRIPT = """
@@ -530,38 +542,26 @@ def test_the_forkserver_preloads_pytest_only_when_the_caller_imported_it(
     assert f"RESULT pass {imported} {imported}" in done.stdout, done.stdout + done.stderr
 
 
-# --- inline ----------------------------------------------------------------------------
+# --- inline: a deprecated alias of process ----------------------------------------------
 
 
-def test_inline_modes(folder: Path, zoo: str) -> None:
-    assert call(folder, zoo, "raises", isolation="inline").mode is Mode.ERROR
-    assert call(folder, zoo, "system_exit_0", isolation="inline").mode is Mode.PANIC
-    assert call(folder, zoo, "keyboard_interrupt", isolation="inline").mode is Mode.PANIC
-    assert call(folder, zoo, "returns_yes", isolation="inline").mode is Mode.FAIL
-    assert call(folder, zoo, "outcome_passed", isolation="inline").mode is Mode.PASS
+def test_inline_is_a_deprecated_alias_that_runs_in_a_process_of_its_own(
+    folder: Path, zoo: str
+) -> None:
+    with pytest.warns(DeprecationWarning, match="inline"):
+        declared = verifier(isolation="inline")(lambda ctx: True)
+    spec = find_verifier_spec(declared)
+    assert spec is not None and spec.isolation is Isolation.PROCESS
+    assert Isolation("inline") is Isolation.PROCESS is Isolation.INLINE
+    with pytest.warns(DeprecationWarning, match="inline"):
+        exited = call(folder, zoo, "exit_0", isolation="inline")
+    assert exited.mode is Mode.CRASH  # not the end of this process
+    with pytest.warns(DeprecationWarning):
+        assert call(folder, zoo, "raises", isolation="inline").mode is Mode.ERROR
+    assert call(folder, zoo, "returns_true", isolation="thread").mode is Mode.ERROR
 
 
-@pytest.mark.slow
-def test_inline_deadline_is_enforced(folder: Path) -> None:
-    module = write_module(
-        folder,
-        """
-        import threading
-        STOP = threading.Event()
-        def check(ctx):
-            while not STOP.is_set():
-                pass
-        """,
-    )
-    try:
-        result = call(folder, module, "check", timeout=1, isolation="inline")
-        assert result.mode is Mode.TIMEOUT
-        assert "keeps running" in result.detail
-    finally:
-        sys.modules[module].STOP.set()  # the thread cannot be killed; let it end
-
-
-def test_declared_inline_isolation_is_used(folder: Path) -> None:
+def test_declared_inline_isolation_runs_elsewhere(folder: Path) -> None:
     module = write_module(
         folder,
         """
@@ -573,9 +573,8 @@ def test_declared_inline_isolation_is_used(folder: Path) -> None:
     )
     inline = VerifierTarget(module, "check", isolation=Isolation.INLINE)
     verdict = run_verifiers([inline], root=folder, timeout=10, sys_path=[str(folder)])
-    assert verdict.checks[0].detail == str(os.getpid())
-    isolated = call(folder, module, "check")
-    assert isolated.detail != str(os.getpid())
+    assert verdict.mode is Mode.PASS
+    assert verdict.checks[0].detail != str(os.getpid())
 
 
 # --- fan-out ---------------------------------------------------------------------------

@@ -473,3 +473,39 @@ def run_git(args: Sequence[str], *, cwd: Path | str, timeout: float = 60.0) -> P
             env[name] = os.environ[name]
     git = shutil.which("git", path=env.get("PATH", os.defpath)) or "git"
     return run_process([git, *args], cwd=cwd, env=env, timeout=timeout)
+
+
+def start_helper(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | str, pass_fds: Sequence[int]
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived helper process of ours (the verifier zygote) and return at once.
+
+    No shell, exactly ``env``, stdin/stdout/stderr on ``/dev/null``, only ``pass_fds``
+    inherited, its own process group (so Ctrl-C at the terminal reaches pytest, which
+    then stops the helper). Raises ``OSError`` if it cannot be started.
+    """
+    return subprocess.Popen(
+        list(argv),
+        cwd=os.fspath(cwd),
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        pass_fds=tuple(pass_fds),
+        **_new_group(),
+    )
+
+
+def fork_template() -> int:
+    """``os.fork()`` for a single-threaded template process (the verifier zygote).
+
+    Never called in the pytest process: forking a process with threads copies their
+    locks in whatever state they are in. Returns 0 in the child, its pid in the parent.
+    """
+    return os.fork()
+
+
+# The head + tail bound of a check's output, public for the other readers of check
+# output (a verifier's process writes to a pipe the pytest process drains into one).
+BoundedCapture = _Capture

@@ -1,7 +1,8 @@
 """Python verifiers: declared with ``@verifier``, called only through the fail-closed runner.
 
-``call_verifier`` runs one in a fresh child process (or inline) under a deadline;
-``run_verifiers`` fans several out and joins them into a Verdict. See docs/verifiers.md.
+``call_verifier`` runs one in a fresh process of its own (forked from its module's
+zygote) under a deadline; ``run_verifiers`` fans several out and joins them into a
+Verdict. See docs/verifiers.md.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
@@ -20,13 +21,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Isolation(str, enum.Enum):
-    """Where a verifier call runs: a fresh child process (default) or a thread of the caller."""
+    """Where a verifier call runs: always a fresh process of its own.
+
+    ``"inline"`` (once: a thread of the pytest process) is a deprecated alias of
+    ``"process"``: a verifier in pytest's own process could end the session.
+    """
 
     PROCESS = "process"
-    INLINE = "inline"
+    INLINE = "process"  # deprecated alias  # noqa: PIE796
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> Isolation | None:
+        return cls.PROCESS if value == "inline" else None
 
 
 class VerifierDefinitionError(ValueError):
@@ -137,8 +146,16 @@ def _check_declaration(
         mode = Isolation(isolation)
     except ValueError:
         raise VerifierDefinitionError(
-            f"@verifier(isolation=...) must be 'process' or 'inline', not {isolation!r}"
+            f"@verifier(isolation=...) must be 'process' (the only isolation), not {isolation!r}"
         ) from None
+    if isolation == "inline":
+        warnings.warn(
+            "@verifier(isolation='inline') is deprecated and runs the verifier in a process "
+            "of its own, like every verifier: a verifier in pytest's own process could end "
+            "the session; remove the argument",
+            DeprecationWarning,
+            stacklevel=4,
+        )
     return (None if timeout is None else float(timeout)), tool_ids, mode
 
 

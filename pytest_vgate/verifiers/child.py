@@ -1,84 +1,102 @@
-"""The child side of a process-isolated verifier call (the parent side is ``isolation``).
+"""The verifier process's side of one call (the pytest process's side is ``isolation``).
 
-Kept small and importable on its own: the forkserver preloads it. The child waits for
-its job (a spare waits while an earlier verifier runs), runs
-:func:`~pytest_vgate.verifiers.invoke.execute`, sends the result back and exits without
-running anything the verifier left behind.
+A child forked from a module zygote waits for its job on its call socket (a spare waits
+while an earlier verifier runs), runs :func:`~pytest_vgate.verifiers.invoke.execute`,
+sends its answer back and exits without running anything the verifier left behind. Its
+``ctx.run`` asks the pytest process to run the tool (:class:`Link`): the record of what
+ran is kept there, out of the verifier's reach.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import multiprocessing.connection
 import os
+import socket
 import sys
 import threading
 import time
 from contextlib import suppress
 from typing import Any
 
+from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.invoke import execute
 
 STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
 
 
-class _PipeReporter:
-    """The child's side of the group reports; shares the pipe with the result."""
+class Link:
+    """The child's end of the call socket: one ``ctx.run`` request at a time, and the
+    answer. Threads of the verifier share it."""
 
-    def __init__(self, conn: multiprocessing.connection.Connection) -> None:
-        self.conn = conn
-        self.lock = threading.Lock()
+    def __init__(self, channel: wire.Channel) -> None:
+        self.channel = channel
+        self._send_lock = threading.Lock()
+        self._request_lock = threading.Lock()
+        self._next = 0
 
-    def send(self, message: tuple[Any, ...]) -> None:
-        with self.lock:
-            self.conn.send(message)
+    def send(self, message: dict[str, Any]) -> None:
+        with self._send_lock:
+            self.channel.send(message)
 
-    def started(self, pgid: int) -> None:
-        self.send(("started", pgid))
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send a request and wait for its answer (the pytest process answers in order)."""
+        with self._request_lock:
+            self._next += 1
+            self.send({**message, "id": self._next})
+            while True:
+                answer = self.channel.recv()
+                if answer is None:
+                    raise ConnectionError("the pytest process closed the call")
+                if answer.get("id") == self._next:
+                    return answer
 
-    def finished(self, pgid: int) -> None:
-        self.send(("finished", pgid))
+
+def flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(BaseException):
+            stream.flush()
 
 
-def child_main(conn: multiprocessing.connection.Connection) -> None:
-    """Entry point of a verifier child: receive the job, run it, send the result, exit.
+def child_main(sock: socket.socket, out_fd: int) -> None:
+    """Entry point of a verifier child: receive the job, run it, send the answer, exit.
 
-    The child leads its own process group (so the parent can kill what the verifier
-    started directly), reads nothing from our stdin and writes its output to a file.
+    The child leads its own process group (so the pytest process can kill what the
+    verifier started directly), reads nothing from any stdin, writes its output to the
+    pipe the pytest process drains, and runs with exactly the job's environment.
     """
     with suppress(OSError):
-        os.setpgrp()
+        os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    reporter = _PipeReporter(conn)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    for stream in (sys.stdout, sys.stderr):  # what it printed before dying is not lost
+        with suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    link = Link(wire.Channel(sock))
     try:
-        job = conn.recv()
+        job = link.channel.recv()
+        if job is None:
+            os._exit(0)
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in job.get("env", {}).items()})
         if job.get("cwd"):
             with suppress(OSError):  # the caller's folder is gone: stay where we are
                 os.chdir(job["cwd"])
-        out = os.open(job["output"], os.O_WRONLY | os.O_APPEND)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.close(out)
         faulthandler.enable(file=sys.stderr, all_threads=True)  # segfault: stack in output
         lead = max(0.01, float(job["deadline"]) - time.time() - STACK_DUMP_LEAD)
         faulthandler.dump_traceback_later(lead, exit=False, file=sys.stderr)
-        result = execute(job, reporter, fresh_process=True)
+        result = execute(job, link)
         faulthandler.cancel_dump_traceback_later()
-        _flush()  # before the result: the parent reads the output file once it has it
-        reporter.send(("result", result))
+        flush_streams()  # before the answer: the pytest process then reads what is there
+        link.send({"op": "result", "result": result})
     # Catch-all: a bug of ours (or a signal handler of the verifier firing late) must
     # still answer; the parent turns this into an error rather than a crash.
     except BaseException as exc:  # noqa: BLE001
         with suppress(BaseException):
-            reporter.send(("internal", f"{type(exc).__name__}: {exc}"))
+            link.send({"op": "internal", "detail": f"{type(exc).__name__}: {exc}"})
     finally:
-        _flush()
+        flush_streams()
         os._exit(0)  # no atexit, no join of threads the verifier left running
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(BaseException):
-            stream.flush()

@@ -1,51 +1,49 @@
-"""One verifier call, fail-closed: a fresh child process per call, killed at the deadline.
+"""One verifier call, fail-closed: a fresh child process per call, killed when it is done.
 
-The child comes from multiprocessing's ``forkserver`` (``spawn`` where there is none): a
-clean interpreter state per call (no module state, lock or thread of an earlier verifier
-survives), no fork of our threaded process, and a cheap fork per call once the server
-runs (see ``spawner``: what the server preloads, and the spare started ahead). The child
-gets the job and returns the result over a Pipe as plain data; it reports
-each process group ``ctx.run`` starts so that the parent can kill it with the child.
-``inline`` runs in a daemon thread of the caller: the deadline is enforced, nothing else.
+The child is forked from its module's zygote (``spawner``, ``zygote``): the module is
+imported once, each call still gets a process of its own, nothing a verifier does
+survives into the next call, and the pytest process never forks. The pytest process
+hands the child its job over the call socket, answers its ``ctx.run`` requests
+(``toolhost``: the tool runs here and the record stays here), drains its output into a
+head+tail bound, and waits for its answer under the deadline. Whatever happens -- an
+answer, a death, the deadline -- the child's process group and the tools it asked for
+are killed before the call returns.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
-import multiprocessing.connection
 import os
+import selectors
 import signal
+import socket
 import sys
-import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
-from multiprocessing.context import BaseContext
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.cell import check_cell
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group
+from pytest_vgate.cell import build_env, cell_is_clean, check_cell, pooled_cell, remove_tree
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, BoundedCapture, kill_process_group
 from pytest_vgate.spec import EnvSpec
-from pytest_vgate.tools import ToolInventory
-from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
-from pytest_vgate.verifiers import spawner
+from pytest_vgate.tools import ToolInventory, toolchain_bin
+from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
+from pytest_vgate.verifiers import spawner, wire
 from pytest_vgate.verifiers.api import Isolation
-from pytest_vgate.verifiers.context import ToolUse
-from pytest_vgate.verifiers.invoke import bounded, execute
+from pytest_vgate.verifiers.invoke import bounded
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
+from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost, ground
 
-START_METHOD: str | None = None  # None: forkserver where available, else spawn
-EXIT_GRACE = 2.0  # seconds a child that delivered no result gets to exit
-OUTPUT_TAIL = 3000  # characters of the verifier's output kept
-
-
-def multiprocessing_context() -> BaseContext:
-    """The context verifier children come from (see the module docstring for why)."""
-    return spawner.context(START_METHOD)
+EXIT_GRACE = 2.0  # seconds a child that delivered no answer gets to tell its exit status
+DRAIN_GRACE = 0.5  # seconds we keep reading a dead child's output
+OUTPUT_TAIL = 3000  # characters of the verifier's output shown in a crash/timeout detail
+CHUNK = 1 << 16
+# What a verifier process may answer; every other mode is the pytest process's to give.
+CHILD_MODES = frozenset({Mode.PASS, Mode.FAIL, Mode.ERROR, Mode.PANIC, Mode.UNAVAILABLE})
 
 
 class Cancel:
@@ -53,16 +51,16 @@ class Cancel:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: set[_ProcessCall] = set()
+        self._calls: set[_Call] = set()
         self.cancelled = False
 
-    def _add(self, call: _ProcessCall) -> None:
+    def _add(self, call: _Call) -> None:
         with self._lock:
             self._calls.add(call)
             if self.cancelled:
                 call.kill()
 
-    def _discard(self, call: _ProcessCall) -> None:
+    def _discard(self, call: _Call) -> None:
         with self._lock:
             self._calls.discard(call)
 
@@ -74,168 +72,239 @@ class Cancel:
             call.kill()
 
 
-class _Groups:
-    """Process groups ``ctx.run`` started and has not finished (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._live: set[int] = set()
-
-    def started(self, pgid: int) -> None:
-        with self._lock:
-            self._live.add(pgid)
-
-    def finished(self, pgid: int) -> None:
-        with self._lock:
-            self._live.discard(pgid)
-
-    def kill(self) -> None:
-        with self._lock:
-            live, self._live = self._live, set()
-        for pgid in live:
-            with suppress(ValueError):  # refused: not a group of a check's own
-                kill_process_group(pgid, signal.SIGKILL)
+def _tail(text: str) -> str:
+    return f"[...]{text[-OUTPUT_TAIL:]}" if len(text) > OUTPUT_TAIL else text
 
 
-def _read_tail(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - OUTPUT_TAIL))
-            data = fh.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    return f"[...]{text}" if size > OUTPUT_TAIL else text
+def _decode(
+    name: str, raw: Any, duration: float, output: str, host: ToolHost
+) -> VerifierResult:
+    """The child's answer, judged against the pytest process's record of its tool runs.
 
-
-def _decode(name: str, raw: Any, duration: float, output: str) -> VerifierResult:
-    """Strict decoding of the child's result: anything malformed is an error, never a pass."""
+    Strict: anything malformed is an error, a mode the child may not give is an error,
+    never a pass; tool-use violations and an unbound pass override what the child said.
+    """
+    runs, violations = host.close()
+    declared = host.declared
     try:
         mode = Mode(raw["mode"])
-        cause = Cause(raw["cause"]) if raw.get("cause") else DEFAULT_CAUSE[mode]
-        return VerifierResult(
-            name=name,
-            mode=mode,
-            cause=cause,
-            detail=str(raw.get("detail", "")),
-            duration=duration,
-            runs=tuple(ToolUse.from_dict(r) for r in raw.get("runs", ())),
-            declared_tools=tuple(str(t) for t in raw.get("declared_tools", ())),
-            output=output,
-        )
+        if mode not in CHILD_MODES:
+            raise ValueError(f"a verifier process cannot answer mode {mode.value!r}")
+        cause = Cause(raw["cause"]) if raw.get("cause") else None
+        detail = str(raw.get("detail", ""))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return VerifierResult.failure(
-            name, Mode.ERROR, f"pytest-vgate: malformed result from the verifier child: {exc}"
+            name,
+            Mode.ERROR,
+            f"pytest-vgate: malformed answer from the verifier's process: {exc}",
+            duration=duration,
+            runs=runs,
+            declared_tools=declared,
+            output=output,
         )
+    if violations:
+        mode = worst_mode([mode, *(m for m, _ in violations)])
+        cause = None
+        detail = "\n".join([*(msg for _, msg in violations), detail]).strip()
+    else:
+        unground = ground(mode, detail, runs, declared)
+        if unground is not None:
+            (mode, detail), cause = unground, None
+    if mode is not Mode.PASS and cause is None:
+        cause = DEFAULT_CAUSE[mode]
+    return VerifierResult(
+        name=name,
+        mode=mode,
+        cause=cause if mode is not Mode.PASS else None,
+        detail=bounded(detail),
+        duration=duration,
+        runs=runs,
+        declared_tools=declared,
+        output=output,
+    )
 
 
-class _ProcessCall:
-    """One child process running one verifier; the parent side of the protocol."""
+class _Call:
+    """The pytest process's side of one call: job, ctx.run answers, output, answer."""
 
-    def __init__(self) -> None:
-        self.child: spawner.Child | None = None
-        self.groups = _Groups()
+    def __init__(self, name: str, host: ToolHost, capture_limit: int) -> None:
+        self.name = name
+        self.host = host
+        self.capture_limit = capture_limit
+        self.capture = BoundedCapture(capture_limit)
+        self.pid: int | None = None
+        self.reaper: spawner.Control | None = None
         self._killed = threading.Event()
+        self._send_lock = threading.Lock()
 
     def kill(self) -> None:
-        """Kill the child, what it started in its own group, and the ctx.run groups."""
+        """Kill the child (its whole group) and the tools it asked for."""
         self._killed.set()
-        child = self.child
-        pid = child.proc.pid if child is not None else None
-        if child is not None and pid is not None:
+        if self.pid is not None:
             with suppress(ValueError):
-                kill_process_group(pid, signal.SIGKILL)
-            with suppress(OSError, ValueError, AttributeError):
-                child.proc.kill()
-        self.groups.kill()
+                kill_process_group(self.pid, signal.SIGKILL)
+        self.host.kill()
+
+    def output(self) -> str:
+        return self.capture.text()
 
     def run(
-        self, mp: BaseContext, name: str, job: dict[str, Any], timeout: float
-    ) -> VerifierResult:
-        started = time.monotonic()
-        try:
-            child = self.child = spawner.take_child(mp, min(spawner.SPARE_WAIT, timeout))
-        except Exception as exc:  # noqa: BLE001 - any start failure is a crash, not a pass
-            return VerifierResult.failure(
-                name, Mode.CRASH, f"could not start the verifier's process: {exc}"
-            )
-        deadline = started + timeout
-        job["deadline"] = time.time() + max(0.0, deadline - time.monotonic())
-        delivered = False
-        try:
-            with suppress(OSError):  # the child is gone already: reported as a crash below
-                child.conn.send(job)
-            spawner.refill(mp)  # the next call's child starts while this one runs
-            result, delivered = self._wait(child, name, job, timeout, started, deadline)
-            return result
-        except BaseException:
-            self.kill()  # Ctrl-C while waiting: no grace for the child
-            raise
-        finally:
-            self._reap(child, delivered)
-
-    def _wait(
         self,
-        child: spawner.Child,
-        name: str,
+        zygote: spawner.ModuleZygote,
         job: dict[str, Any],
         timeout: float,
         started: float,
         deadline: float,
-    ) -> tuple[VerifierResult, bool]:
-        """The call's result, and whether the child delivered it (it then has nothing
-        left to do but exit)."""
-        output = str(job["output"])
-        conn, proc = child.conn, child.proc
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._killed.is_set():
-                self.kill()
-                tail = _read_tail(output)
-                return VerifierResult.failure(
-                    name,
-                    Mode.TIMEOUT,
-                    f"no result within the deadline of {timeout:g}s; the verifier's process "
-                    "was killed"
-                    + (
-                        f"\nits output and stack near the deadline:\n{tail}" if tail.strip() else ""
-                    ),
-                    duration=time.monotonic() - started,
-                    output=tail,
-                ), False
-            ready = multiprocessing.connection.wait([conn, proc.sentinel], remaining)
-            if conn in ready or (ready and conn.poll(0)):
-                try:
-                    message = conn.recv()
-                except (EOFError, OSError):
-                    return self._crash(child, name, output, started), False
-                kind = message[0] if isinstance(message, tuple) and message else None
-                if kind == "started":
-                    self.groups.started(int(message[1]))
-                elif kind == "finished":
-                    self.groups.finished(int(message[1]))
-                elif kind == "result":
-                    duration = time.monotonic() - started
-                    return _decode(name, message[1], duration, _read_tail(output)), True
-                elif kind == "internal":
-                    return VerifierResult.failure(
-                        name,
-                        Mode.ERROR,
-                        f"pytest-vgate: internal error in the verifier child: {message[1]}",
-                        duration=time.monotonic() - started,
-                    ), True
-                continue
-            if ready:  # the sentinel alone: the child exited without a result
-                return self._crash(child, name, output, started), False
-
-    def _crash(
-        self, child: spawner.Child, name: str, output: str, started: float
     ) -> VerifierResult:
-        with suppress(BaseException):  # the exit status only improves the message
-            child.proc.join(EXIT_GRACE)
-        code = child.proc.exitcode
+        try:
+            answer, fds = zygote.control.request({"op": "call"})
+        except spawner.ZygoteError as exc:
+            spawner.forget(zygote)
+            return VerifierResult.failure(
+                self.name, Mode.CRASH, f"could not start the verifier's process: {exc}"
+            )
+        if len(fds) != 2 or not isinstance(answer.get("pid"), int):
+            for fd in fds:
+                os.close(fd)
+            spawner.forget(zygote)
+            return VerifierResult.failure(
+                self.name, Mode.CRASH, f"unexpected answer from the verifier zygote: {answer}"
+            )
+        self.pid = int(answer["pid"])
+        self.reaper = zygote.control.reaper if zygote.oneshot else zygote.control
+        sock = socket.socket(fileno=fds[0])
+        out_fd = fds[1]
+        try:
+            sock.setblocking(False)
+            os.set_blocking(out_fd, False)
+            job["deadline"] = time.time() + max(0.0, deadline - time.monotonic())
+            if not wire.send_by(sock, {**job}, deadline):
+                return self._crash(sock, out_fd, started)
+            return self._wait(sock, out_fd, timeout, started, deadline)
+        except BaseException:
+            self.kill()  # Ctrl-C while waiting: no grace for the child
+            raise
+        finally:
+            self.kill()  # the child has nothing left to do; nor have its tools
+            if self.reaper is not None and self.pid is not None:
+                self.reaper.reap(self.pid)
+            with suppress(OSError):
+                sock.close()
+            with suppress(OSError):
+                os.close(out_fd)
+
+    def _wait(
+        self, sock: Any, out_fd: int, timeout: float, started: float, deadline: float
+    ) -> VerifierResult:
+        reader = wire.FrameReader()
+        pidfd = _pidfd(self.pid)
+        sel = selectors.DefaultSelector()
+        try:
+            sel.register(sock, selectors.EVENT_READ)
+            sel.register(out_fd, selectors.EVENT_READ)
+            if pidfd is not None:
+                sel.register(pidfd, selectors.EVENT_READ)
+            sock_open = True
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._killed.is_set():
+                    return self._timeout(out_fd, timeout, started)
+                events = sel.select(remaining)
+                died = False
+                for key, _ in events:
+                    if key.fd == out_fd:
+                        if not _drain(out_fd, self.capture):
+                            sel.unregister(out_fd)
+                    elif key.fd == pidfd:
+                        died = True
+                if sock_open and (died or any(k.fd == sock.fileno() for k, _ in events)):
+                    try:
+                        messages, sock_open = _receive(sock, reader)
+                    except wire.WireError as exc:
+                        return self._violation(f"a malformed message: {exc}", started)
+                    for message in messages:
+                        done = self._handle(message, sock, started, deadline)
+                        if done is not None:
+                            _drain(out_fd, self.capture)  # printed before it answered
+                            return done
+                    if not sock_open:
+                        sel.unregister(sock)
+                if died or not sock_open:
+                    return self._crash(sock, out_fd, started)
+        finally:
+            sel.close()
+            if pidfd is not None:
+                os.close(pidfd)
+
+    def _handle(
+        self, message: dict[str, Any], sock: Any, started: float, deadline: float
+    ) -> VerifierResult | None:
+        op = message.get("op")
+        if op == "run":
+            threading.Thread(
+                target=self._serve, args=(message, sock, deadline), daemon=True
+            ).start()
+        elif op == "declare":
+            tools = message.get("tools")
+            if isinstance(tools, list):
+                self.host.declare([str(t) for t in tools])
+        elif op == "result":
+            duration = time.monotonic() - started
+            return _decode(self.name, message.get("result"), duration, self.output(), self.host)
+        elif op == "internal":
+            return VerifierResult.failure(
+                self.name,
+                Mode.ERROR,
+                f"pytest-vgate: internal error in the verifier's process: {message.get('detail')}",
+                duration=time.monotonic() - started,
+                output=self.output(),
+            )
+        return None
+
+    def _serve(self, message: dict[str, Any], sock: Any, deadline: float) -> None:
+        # Catch-all: a bug of ours in this thread must still answer the verifier (which
+        # waits) and must not vanish into threading's hook.
+        try:
+            answer = self.host.serve(message)
+        except Exception as exc:  # noqa: BLE001
+            answer = {"error": "error", "message": f"pytest-vgate: internal error: {exc!r}"}
+        answer["id"] = message.get("id")
+        with self._send_lock:
+            wire.send_by(sock, answer, deadline + 1.0)
+
+    def _violation(self, what: str, started: float) -> VerifierResult:
+        self.host.close()
+        return VerifierResult.failure(
+            self.name,
+            Mode.ERROR,
+            f"the verifier's process broke the call protocol: {what}",
+            duration=time.monotonic() - started,
+            output=self.output(),
+        )
+
+    def _timeout(self, out_fd: int, timeout: float, started: float) -> VerifierResult:
+        self.kill()
+        self.host.close()
+        _drain_until_closed(out_fd, self.capture)
+        tail = _tail(self.output())
+        return VerifierResult.failure(
+            self.name,
+            Mode.TIMEOUT,
+            f"no result within the deadline of {timeout:g}s; the verifier's process was killed"
+            + (f"\nits output and stack near the deadline:\n{tail}" if tail.strip() else ""),
+            duration=time.monotonic() - started,
+            output=self.output(),
+        )
+
+    def _crash(self, sock: Any, out_fd: int, started: float) -> VerifierResult:
+        self.host.close()
+        _drain_until_closed(out_fd, self.capture)
+        code: int | None = None
+        if self.reaper is not None and self.pid is not None:
+            with suppress(ValueError):
+                kill_process_group(self.pid, signal.SIGKILL)  # what it left behind
+            code = self.reaper.reap(self.pid, status=True)
+            self.reaper = None  # collected
         if code is not None and code < 0:
             try:
                 how = f"was killed by {signal.Signals(-code).name}"
@@ -244,84 +313,91 @@ class _ProcessCall:
         elif code is not None:
             how = f"exited with status {code}"
         else:
-            how = "closed its result pipe"
-        tail = _read_tail(output)
+            how = "closed its result channel"
+        tail = _tail(self.output())
         detail = f"the verifier's process {how} without delivering a result"
         if tail.strip():
             detail += f"\nits last output:\n{tail}"
         return VerifierResult.failure(
-            name, Mode.CRASH, bounded(detail), duration=time.monotonic() - started, output=tail
+            self.name,
+            Mode.CRASH,
+            bounded(detail),
+            duration=time.monotonic() - started,
+            output=self.output(),
         )
 
-    def _reap(self, child: spawner.Child, delivered: bool) -> None:
-        """Leave nothing behind: the child, what it started in its group, the ctx.run
-        groups, the pipe. A child that delivered its answer has nothing left to do but
-        exit and is killed at once; any other one gets a moment to exit first."""
-        if child.proc.pid is not None:
-            if not delivered:
-                multiprocessing.connection.wait([child.proc.sentinel], EXIT_GRACE)
-            self.kill()  # before the child is reaped, so its pid still names its group
-            # Its exit status arrives through the forkserver; multiprocessing collects a
-            # late one when the next child starts.
-            child.proc.join(0 if delivered else EXIT_GRACE)
-        with suppress(OSError):
-            child.conn.close()
 
-
-def _call_process(
-    name: str, job: dict[str, Any], timeout: float, scratch: Path | None, cancel: Cancel | None
-) -> VerifierResult:
-    fd, output = tempfile.mkstemp(prefix="vgate-verifier-", suffix=".out", dir=scratch)
-    os.close(fd)
-    job["output"] = output
-    job["cwd"] = os.getcwd()  # a spare child started before a chdir of ours
-    call = _ProcessCall()
-    if cancel is not None:
-        cancel._add(call)
+def _pidfd(pid: int | None) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux), else None (then the
+    end of the call socket tells)."""
+    if pid is None or not hasattr(os, "pidfd_open"):
+        return None
     try:
-        return call.run(multiprocessing_context(), name, job, timeout)
-    except BaseException:
-        call.kill()  # Ctrl-C while waiting: kill the children first, then let it propagate
-        raise
-    finally:
-        if cancel is not None:
-            cancel._discard(call)
-        with suppress(OSError):
-            os.unlink(output)
+        return int(os.pidfd_open(pid))
+    except OSError:
+        return None
 
 
-def _call_inline(name: str, job: dict[str, Any], timeout: float) -> VerifierResult:
-    groups = _Groups()
-    box: list[dict[str, Any]] = []
-    started = time.monotonic()
-    job["deadline"] = time.time() + timeout
-
-    def body() -> None:
-        # Catch-all: a bug of ours in a thread would otherwise vanish into threading's hook.
+def _receive(sock: Any, reader: wire.FrameReader) -> tuple[list[dict[str, Any]], bool]:
+    """The messages available now, and whether the socket is still open."""
+    messages: list[dict[str, Any]] = []
+    for _ in range(64):
         try:
-            box.append(execute(job, groups, fresh_process=False))
-        except BaseException as exc:  # noqa: BLE001
-            box.append({"mode": "error", "detail": f"pytest-vgate: internal error: {exc!r}"})
+            data = sock.recv(CHUNK)
+        except BlockingIOError:
+            return messages, True
+        except OSError:
+            return messages, False
+        if not data:
+            return messages, False
+        messages.extend(reader.feed(data))
+    return messages, True
 
-    thread = threading.Thread(target=body, name=f"vgate-verifier-{name}", daemon=True)
-    try:
-        thread.start()
-        thread.join(timeout)
-    except BaseException:
-        groups.kill()
-        raise
-    duration = time.monotonic() - started
-    if thread.is_alive() or not box:
-        groups.kill()
-        return VerifierResult.failure(
-            name,
-            Mode.TIMEOUT,
-            f"no result within the deadline of {timeout:g}s (inline: the verifier's thread "
-            "could not be stopped and keeps running in the background)",
-            duration=duration,
+
+def _drain(fd: int, capture: BoundedCapture) -> bool:
+    """Read what is available now (bounded per call); False at end of stream."""
+    for _ in range(64):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not data:
+            return False
+        capture.feed(data)
+    return True
+
+
+def _drain_until_closed(fd: int, capture: BoundedCapture) -> None:
+    """Read a dead child's output until every writer is gone, ``DRAIN_GRACE`` at most
+    (a grandchild it left may hold the pipe)."""
+    until = time.monotonic() + DRAIN_GRACE
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < until:
+            if sel.select(until - time.monotonic()) and not _drain(fd, capture):
+                return
+
+
+def _isolation(value: Isolation | str | None, name: str) -> str | None:
+    """None when ``value`` is acceptable (``inline`` is a deprecated alias of ``process``),
+    else the error message."""
+    if value is None or isinstance(value, Isolation):
+        return None
+    if value == "inline":
+        warnings.warn(
+            f"isolation='inline' for {name}: verifiers always run in a process of their "
+            "own now; 'inline' is a deprecated alias of 'process'",
+            DeprecationWarning,
+            stacklevel=4,
         )
-    groups.kill()  # runs still in flight when the verifier returned
-    return _decode(name, box[0], duration, "")
+        return None
+    try:
+        Isolation(value)
+    except ValueError:
+        return f"isolation must be 'process' (or its deprecated alias 'inline'), not {value!r}"
+    return None
 
 
 def call_verifier(
@@ -343,8 +419,9 @@ def call_verifier(
 
     ``timeout`` is the default deadline (the target's own ``timeout`` wins). ``tools`` is
     the session inventory or an ``id -> path`` mapping. ``sys_path`` entries go first on
-    the child's sys.path, then ours, then ``root``. Never raises, except what the user
-    sends (KeyboardInterrupt), after killing the child.
+    the child's sys.path, then ours, then ``root``. ``caller_env`` (default: ours) is
+    what the allowlisted environment of the verifier and of its tools is built from.
+    Never raises, except what the user sends (KeyboardInterrupt), after killing the child.
     """
     name = target.display
     limit = target.timeout if target.timeout is not None else timeout
@@ -356,28 +433,96 @@ def call_verifier(
         return VerifierResult.failure(
             name, Mode.ERROR, f"the deadline must be a positive number of seconds, not {limit!r}"
         )
-    try:
-        mode = Isolation(isolation if isolation is not None else target.isolation)
-    except ValueError:
-        return VerifierResult.failure(
-            name, Mode.ERROR, f"isolation must be 'process' or 'inline', not {isolation!r}"
-        )
+    problem = _isolation(isolation, name)
+    if problem is not None:
+        return VerifierResult.failure(name, Mode.ERROR, problem)
+    started = time.monotonic()
+    deadline = started + float(limit)
     root_path = Path(root).absolute()
-    job: dict[str, Any] = {
-        "target": target.to_dict(),
-        "root": str(root_path),
-        "gate": dict(gate) if gate is not None else None,
-        "inventory": tools.to_dict() if isinstance(tools, ToolInventory) else None,
-        "tool_paths": dict(tools) if isinstance(tools, Mapping) else {},
-        "caller_env": dict(caller_env if caller_env is not None else os.environ),
-        "env_pass": list(env.pass_names) if env else [],
-        "env_set": dict(env.set_values) if env else {},
-        "capture_limit": capture_limit,
-        "sys_path": [*map(str, sys_path), *sys.path, str(root_path)],
-    }
-    scratch_path = Path(scratch) if scratch is not None else None
-    with check_cell("vgate-verifier-", parent=scratch_path) as cell:
-        job["cell"] = str(cell)
-        if mode is Isolation.INLINE:
-            return _call_inline(name, job, float(limit))
-        return _call_process(name, job, float(limit), scratch_path, cancel)
+    source_env = dict(caller_env if caller_env is not None else os.environ)
+    cwd = os.getcwd()
+    path = [*map(str, sys_path), *sys.path, str(root_path)]
+    cell_context: AbstractContextManager[Path] = (
+        check_cell("vgate-verifier-", parent=Path(scratch))
+        if scratch is not None
+        else pooled_cell()
+    )
+    with cell_context as cell:
+        host = ToolHost(
+            root=root_path,
+            cell=cell,
+            deadline=deadline,
+            declared=target.tools,
+            toolbox=Toolbox(
+                root_path,
+                inventory=tools if isinstance(tools, ToolInventory) else None,
+                paths=dict(tools) if isinstance(tools, Mapping) else None,
+                path_env=source_env.get("PATH"),
+            ),
+            caller_env=source_env,
+            env_pass=env.pass_names if env else (),
+            env_set=dict(env.set_values) if env else {},
+            capture_limit=capture_limit,
+        )
+        job: dict[str, Any] = {
+            "op": "job",
+            "target": target.to_dict(),
+            "root": str(root_path),
+            "cell": str(cell),
+            "gate": dict(gate) if gate is not None else None,
+            "cwd": cwd,
+            "env": build_env(
+                cell,
+                pass_names=env.pass_names if env else (),
+                set_values=dict(env.set_values) if env else {},
+                caller_env=source_env,
+                path_prefix=[str(toolchain_bin(root_path))],
+            ),
+        }
+        call = _Call(name, host, capture_limit)
+        if cancel is not None:
+            cancel._add(call)
+        try:
+            return _run_call(call, target, job, float(limit), path, cwd, started, deadline)
+        finally:
+            if cancel is not None:
+                cancel._discard(call)
+            if not cell_is_clean(cell):  # what the verifier left goes now, not later
+                remove_tree(cell)
+
+
+def _run_call(
+    call: _Call,
+    target: VerifierTarget,
+    job: dict[str, Any],
+    timeout: float,
+    path: Sequence[str],
+    cwd: str,
+    started: float,
+    deadline: float,
+) -> VerifierResult:
+    try:
+        zygote = spawner.module_zygote(
+            target.module, target.file, path, cwd, deadline, call.capture_limit
+        )
+    except spawner.ZygoteError as exc:
+        return VerifierResult.failure(
+            call.name, Mode.CRASH, f"could not start the verifier's process: {exc}"
+        )
+    if isinstance(zygote, spawner.ImportFailure):
+        call.host.close()
+        mode = Mode(zygote.mode)
+        detail = zygote.detail
+        if mode is Mode.TIMEOUT:
+            detail = f"no result within the deadline of {timeout:g}s: {detail}"
+        return VerifierResult.failure(
+            call.name,
+            mode,
+            bounded(detail),
+            duration=time.monotonic() - started,
+            output=zygote.output,
+        )
+    if zygote.import_output:
+        call.capture.feed(zygote.import_output.encode("utf-8", errors="replace"))
+        zygote.import_output = ""  # reported once, with the first call
+    return call.run(zygote, job, timeout, started, deadline)

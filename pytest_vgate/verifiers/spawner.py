@@ -1,155 +1,381 @@
-"""Where verifier children come from: the forkserver (what it preloads) and a warm spare.
+"""Where verifier children come from, seen from the pytest process: the zygotes.
 
-Every call gets a child of its own, forked from the forkserver, a single-threaded process
-that has imported only the modules named by :func:`preload_modules` and runs no verifier
-code. Starting a child (connect to the server, fork, unpickle, ``spawn.prepare``) costs
-milliseconds; :func:`take_child` hands out a *spare* that :func:`refill` started while the
-previous verifier ran, so that cost is paid off the critical path. A spare has only
-waited for its job: it is exactly as fresh as a child started on demand, and it is used
-for one call only. What a spare captured when it started (cwd, sys.path) is set again
-from the job.
+The pytest process never forks (it has threads: forking would copy their locks in
+whatever state they are in). It starts one *base* zygote per process (per xdist
+worker), a new interpreter with the allowlisted environment, and asks it for a
+*module* zygote per verifier module; a call asks the module zygote for a child
+(``zygote`` describes both sides). Control sockets are request/response under a lock
+per socket. A module zygote is kept for the session, keyed by module, file, sys.path
+and cwd; a module whose import leaves threads running is served by a fresh ``oneshot``
+zygote per call instead (an import per call, no fork after threads).
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
+import atexit
+import json
 import os
-import signal
+import selectors
+import socket
 import sys
 import threading
-from contextlib import suppress
-from multiprocessing.context import BaseContext
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack, suppress
+from dataclasses import dataclass, field
+from typing import Any
 
-from pytest_vgate.process import kill_process_group
-from pytest_vgate.verifiers.child import child_main
+from pytest_vgate.cell import build_env, check_cell
+from pytest_vgate.process import BoundedCapture, start_helper
+from pytest_vgate.verifiers import wire
+from pytest_vgate.verifiers.zygote import BOOT
 
-# Imported by the forkserver once when the calling process has them imported: the test
-# modules verifiers live in import pytest (~150-250 ms per child otherwise). By name
-# only; we never import pytest ourselves. Verifier modules are never preloaded: see
-# docs/verifiers.md ("What the server preloads").
+# Imported by the base zygote when the calling process has them imported: the test
+# modules verifiers live in import pytest (~150-250 ms each otherwise). By name only;
+# the core never imports pytest itself.
 PRELOAD_IF_IMPORTED: tuple[str, ...] = ("pytest",)
-WARM_SPARE = True  # keep one started child waiting for the next call
-SPARE_WAIT = 5.0  # seconds take_child waits for a spare on its way before starting one
+MAX_MODULE_ZYGOTES = 32  # kept at once; the least recently used one goes first
+REPLY_TIMEOUT = 30.0  # seconds a zygote gets to answer a request (it answers at once)
+CHUNK = 1 << 16
+
+
+class ZygoteError(Exception):
+    """A zygote could not be started or stopped answering; the call is a crash."""
+
+
+class Control:
+    """A control socket to a zygote: one request at a time, answered in order."""
+
+    def __init__(self, sock: socket.socket, pid: int, reaper: Control | None) -> None:
+        self.sock = sock
+        self.pid = pid
+        self.reaper = reaper  # who collects this zygote's exit (None: the Popen object)
+        self.lock = threading.Lock()
+        self.broken = False
+
+    def request(
+        self, message: dict[str, Any], fds: Sequence[int] = (), reply: bool = True
+    ) -> tuple[dict[str, Any], list[int]]:
+        with self.lock:
+            if self.broken:
+                raise ZygoteError("the zygote's control socket is closed")
+            try:
+                self.sock.settimeout(REPLY_TIMEOUT)
+                wire.send(self.sock, message, fds)
+                if not reply:
+                    return {}, []
+                answer, got = wire.recv_with_fds(self.sock)
+            except (OSError, wire.WireError) as exc:
+                self.broken = True
+                raise ZygoteError(f"the verifier zygote stopped answering: {exc}") from None
+            if answer is None:
+                self.broken = True
+                raise ZygoteError("the verifier zygote exited")
+            return answer, got
+
+    def reap(self, pid: int, status: bool = False) -> int | None:
+        """Have ``pid`` (a child of this zygote) killed with its group and collected."""
+        try:
+            answer, _ = self.request({"op": "reap", "pid": pid, "status": status}, reply=status)
+        except ZygoteError:
+            return None
+        code = answer.get("status")
+        return int(code) if isinstance(code, int) else None
+
+    def close(self) -> None:
+        self.broken = True
+        with suppress(OSError):
+            self.sock.close()
+
+
+@dataclass
+class ModuleZygote:
+    control: Control
+    oneshot: bool
+    import_output: str = ""  # what the module printed while it was imported
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class ImportFailure:
+    """The module zygote could not import its module: the call's answer."""
+
+    mode: str  # a Mode value
+    detail: str
+    output: str = ""
+
 
 _lock = threading.Lock()
-_preloaded = False
-_spare: Child | None = None
-_filling: threading.Thread | None = None
+_base: tuple[Control, Any] | None = None  # (control, Popen)
+_modules: dict[tuple[Any, ...], ModuleZygote] = {}
+_key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+_threaded: set[tuple[Any, ...]] = set()
+_cells = ExitStack()
 
 
-def preload_modules() -> list[str]:
-    """What the forkserver imports once, so that no child imports it again."""
-    names = ["__main__", __name__, child_main.__module__]
-    names += [m for m in PRELOAD_IF_IMPORTED if m in sys.modules]
-    return names
-
-
-def context(method: str | None) -> BaseContext:
-    """The multiprocessing context for ``method`` (None: forkserver where available,
-    else spawn), with our preload set before the forkserver starts."""
-    global _preloaded
-    chosen = method or (
-        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    )
-    mp = multiprocessing.get_context(chosen)
-    if chosen == "forkserver":
-        with _lock:
-            if not _preloaded:  # only effective before the server starts; harmless after
-                mp.set_forkserver_preload(preload_modules())
-                _preloaded = True
-    return mp
-
-
-class Child:
-    """A started verifier child waiting for its job on ``conn`` (our end of its pipe)."""
-
-    def __init__(self, mp: BaseContext) -> None:
-        self.method = mp.get_start_method()
-        self.owner = os.getpid()
-        self.conn, child_end = mp.Pipe(duplex=True)
-        self.proc = mp.Process(target=child_main, args=(child_end,), daemon=True)  # type: ignore[attr-defined]
+def _base_control() -> Control:
+    """The base zygote, started on first use (and again if it died)."""
+    global _base
+    with _lock:
+        if _base is not None and not _base[0].broken and _base[1].poll() is None:
+            return _base[0]
+        if _base is not None:
+            _stop_base(_base)
+        ours, theirs = socket.socketpair()
+        preload = [m for m in PRELOAD_IF_IMPORTED if m in sys.modules]
+        cell = _cells.enter_context(check_cell("vgate-zygote-"))
+        env = build_env(cell, pass_names=(), set_values={}, caller_env=os.environ)
+        argv = [
+            sys.executable,
+            "-c",
+            BOOT,
+            json.dumps(sys.path),
+            str(theirs.fileno()),
+            json.dumps(preload),
+        ]
         try:
-            self.proc.start()
-        except BaseException:
-            with suppress(OSError):
-                self.conn.close()
-            raise
+            proc = start_helper(argv, env=env, cwd=os.getcwd(), pass_fds=[theirs.fileno()])
+        except OSError as exc:
+            ours.close()
+            raise ZygoteError(f"could not start the verifier zygote: {exc}") from None
         finally:
-            child_end.close()
-
-    def waiting(self, method: str) -> bool:
-        """Still alive, ours, and of ``method``: safe to hand the next job to."""
-        if self.owner != os.getpid() or self.method != method:
-            return False
-        try:
-            return self.proc.exitcode is None and not self.conn.poll(0)
-        except (OSError, EOFError, ValueError):  # its pipe is broken: it died
-            return False
-
-    def discard(self) -> None:
-        """Kill an unused child (its own process group) and close our end."""
-        if self.owner == os.getpid() and self.proc.pid is not None:
-            with suppress(ValueError):
-                kill_process_group(self.proc.pid, signal.SIGKILL)
-            with suppress(OSError, ValueError, AttributeError):
-                self.proc.kill()  # not yet the leader of its own group
-                self.proc.join(0)
-        with suppress(OSError):
-            self.conn.close()
+            theirs.close()
+        _base = (Control(ours, proc.pid, None), proc)
+        return _base[0]
 
 
-def take_child(mp: BaseContext, wait: float = SPARE_WAIT) -> Child:
-    """The waiting spare if it is usable, else a child started now (may raise). A spare
-    still starting is waited for up to ``wait`` seconds."""
-    global _spare
-    with _lock:
-        filling = _filling
-    if filling is not None:  # a spare on its way is ready sooner than a new child
-        filling.join(max(0.0, wait))
-    with _lock:
-        spare, _spare = _spare, None
-    if spare is not None:
-        if spare.waiting(mp.get_start_method()):
-            return spare
-        spare.discard()
-    return Child(mp)
+def _stop_base(base: tuple[Control, Any]) -> None:
+    control, proc = base
+    control.close()  # end of stream: it kills its zygotes and exits
+    with suppress(Exception):
+        proc.wait(timeout=5.0)
+    with suppress(Exception):
+        proc.kill()
+        proc.wait(timeout=5.0)
 
 
-def refill(mp: BaseContext) -> None:
-    """Start the spare for the next call in a thread of its own (starting a child waits
-    for the forkserver's fork), unless one waits or is on its way already."""
-    global _filling
-    if not WARM_SPARE:
+def shutdown() -> None:
+    """Stop every zygote (registered with atexit; a forked child leaves them alone)."""
+    global _base
+    if _owner != os.getpid():
         return
     with _lock:
-        if _spare is not None or _filling is not None:
-            return
-        _filling = threading.Thread(target=_fill, args=(mp,), name="vgate-spare", daemon=True)
-        _filling.start()  # under the lock: take_child may join it as soon as it is seen
+        modules = list(_modules.values())
+        _modules.clear()
+        base, _base = _base, None
+    for zygote in modules:
+        zygote.control.close()
+    if base is not None:
+        _stop_base(base)
+    with suppress(Exception):
+        _cells.close()
 
 
-def _fill(mp: BaseContext) -> None:
-    global _spare, _filling
-    child: Child | None
+def _forget_in_child() -> None:
+    """A fork of the pytest process (a test's own multiprocessing) drops our zygotes."""
+    global _base, _owner, _lock
+    _owner = os.getpid()
+    _lock = threading.Lock()
+    _key_locks.clear()
+    for zygote in _modules.values():
+        with suppress(OSError):
+            zygote.control.sock.close()
+    if _base is not None:
+        with suppress(OSError):
+            _base[0].sock.close()
+    _base = None
+    _modules.clear()
+    _cells.pop_all()
+
+
+_owner = os.getpid()
+atexit.register(shutdown)
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _key(module: str, file: str | None, sys_path: Sequence[str], cwd: str) -> tuple[Any, ...]:
+    return (module, file, tuple(sys_path), cwd)
+
+
+def _drain(fd: int, capture: BoundedCapture) -> bool:
+    """Read what is available from a non-blocking fd; False at end of stream."""
+    for _ in range(64):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not data:
+            return False
+        capture.feed(data)
+    return True
+
+
+def _start_module(
+    module: str,
+    file: str | None,
+    sys_path: Sequence[str],
+    cwd: str,
+    deadline: float,
+    oneshot: bool,
+    capture_limit: int,
+) -> ModuleZygote | ImportFailure:
+    """Ask the base zygote for a module zygote and wait (until ``deadline``, monotonic)
+    for its import. Raises ZygoteError when no zygote could be had."""
+    base = _base_control()
+    out_r, out_w = os.pipe()
     try:
-        child = Child(mp)
-    # Catch-all: a spare is an optimisation; whatever stops it must not fail a call (the
-    # next call starts its own child and reports a failure to start as its crash).
-    except Exception:  # noqa: BLE001
-        child = None
-    with _lock:
-        _filling = None
-        if child is not None and _spare is None:
-            _spare, child = child, None
-    if child is not None:
-        child.discard()
+        answer, fds = base.request(
+            {
+                "op": "zygote",
+                "module": module,
+                "file": file,
+                "sys_path": list(sys_path),
+                "cwd": cwd,
+                "oneshot": oneshot,
+                "deadline": time.time() + max(0.0, deadline - time.monotonic()),
+            },
+            [out_w],
+        )
+    except BaseException:
+        os.close(out_r)
+        raise
+    finally:
+        os.close(out_w)
+    if len(fds) != 1 or not isinstance(answer.get("pid"), int):
+        os.close(out_r)
+        for fd in fds:
+            os.close(fd)
+        raise ZygoteError(f"unexpected answer from the verifier zygote: {answer}")
+    control = Control(socket.socket(fileno=fds[0]), int(answer["pid"]), base)
+    capture = BoundedCapture(capture_limit)
+    try:
+        ready = _wait_ready(control, out_r, capture, deadline)
+    except BaseException:
+        _discard(control)
+        raise
+    finally:
+        os.close(out_r)
+    output = capture.text()
+    if ready is None:
+        _discard(control)
+        return ImportFailure(
+            "timeout",
+            f"the verifier's module {module!r} was still importing at the deadline; its "
+            "process was killed" + (f"\nits output and stack:\n{output[-3000:]}" if output else ""),
+            output,
+        )
+    if not ready.get("ready"):
+        _discard(control)
+        mode = str(ready.get("mode", "error"))
+        if mode not in ("error", "panic", "unavailable"):
+            mode = "error"
+        return ImportFailure(mode, str(ready.get("detail", "")), output)
+    return ModuleZygote(control, oneshot or int(ready.get("threads", 1)) > 1, output)
 
 
-def drop_spare() -> None:
-    """Kill the waiting spare, if any (e.g. before changing the start method)."""
-    global _spare
+def _wait_ready(
+    control: Control, out_r: int, capture: BoundedCapture, deadline: float
+) -> dict[str, Any] | None:
+    """The zygote's ready message, or None at the deadline."""
+    os.set_blocking(out_r, False)
+    control.sock.setblocking(False)
+    reader = wire.FrameReader()
+    with selectors.DefaultSelector() as sel:
+        sel.register(out_r, selectors.EVENT_READ)
+        sel.register(control.sock, selectors.EVENT_READ)
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                for key, _ in sel.select(remaining):
+                    if key.fd == out_r:
+                        if not _drain(out_r, capture):
+                            sel.unregister(out_r)
+                        continue
+                    try:
+                        data = control.sock.recv(CHUNK)
+                    except BlockingIOError:
+                        continue
+                    if not data:
+                        raise ZygoteError("the verifier zygote died while importing the module")
+                    messages = reader.feed(data)
+                    if messages:
+                        with suppress(OSError):
+                            while _drain(out_r, capture):  # what the import printed
+                                if not sel.select(0.05):
+                                    break
+                        return messages[0]
+        finally:
+            control.sock.setblocking(True)
+
+
+def _discard(control: Control) -> None:
+    """Kill a module zygote and have the base zygote collect it."""
+    control.close()
+    if control.reaper is not None:
+        control.reaper.reap(control.pid)
+
+
+def module_zygote(
+    module: str,
+    file: str | None,
+    sys_path: Sequence[str],
+    cwd: str,
+    deadline: float,
+    capture_limit: int,
+) -> ModuleZygote | ImportFailure:
+    """The zygote to fork this call's child from (see the module docstring)."""
+    key = _key(module, file, sys_path, cwd)
     with _lock:
-        spare, _spare = _spare, None
-    if spare is not None:
-        spare.discard()
+        if key in _threaded:
+            threaded = True
+        else:
+            threaded = False
+            found = _modules.get(key)
+            if found is not None and not found.control.broken:
+                _modules[key] = _modules.pop(key)  # most recently used last
+                return found
+            key_lock = _key_locks.setdefault(key, threading.Lock())
+    if threaded:
+        return _start_module(module, file, sys_path, cwd, deadline, True, capture_limit)
+    with key_lock:
+        with _lock:
+            found = _modules.get(key)
+        if found is not None and not found.control.broken:
+            return found
+        made = _start_module(module, file, sys_path, cwd, deadline, False, capture_limit)
+        if isinstance(made, ImportFailure):
+            return made
+        if made.oneshot:  # its import left threads: this one serves this call only
+            with _lock:
+                _threaded.add(key)
+            return made
+        with _lock:
+            _modules[key] = made
+            evicted = []
+            while len(_modules) > MAX_MODULE_ZYGOTES:
+                evicted.append(_modules.pop(next(iter(_modules))))
+        for old in evicted:
+            _discard(old.control)
+        return made
+
+
+def forget(zygote: ModuleZygote) -> None:
+    """Drop a module zygote that stopped answering (the next call starts a new one)."""
+    with _lock:
+        for key, value in list(_modules.items()):
+            if value is zygote:
+                del _modules[key]
+    _discard(zygote.control)
+
+
+def zygote_pids() -> list[int]:
+    """The zygotes running now (for tests and diagnostics)."""
+    with _lock:
+        pids = [z.control.pid for z in _modules.values()]
+        if _base is not None:
+            pids.append(_base[0].pid)
+    return pids

@@ -1,7 +1,7 @@
 """Naming a verifier so that another process can find it: module + qualname (+ file).
 
-A target is plain data. :func:`load_target` imports it where the call runs (the child
-process, or the caller for ``inline``): by module name first, by file location when the
+A target is plain data. :func:`load_target` imports it where the call runs (the
+verifier's zygote and child): by module name first, by file location when the
 module name is not importable there (pytest's ``importlib`` import mode, rootless files).
 """
 
@@ -105,7 +105,7 @@ class VerifierTarget:
 
 
 def extend_sys_path(entries: Sequence[str], *, first: bool) -> None:
-    """Put ``entries`` on sys.path: in front (a fresh child) or appended if missing (inline)."""
+    """Put ``entries`` on sys.path: in front (``first``) or appended where missing."""
     wanted = [e for e in dict.fromkeys(entries) if e]
     if first:
         sys.path[:] = wanted + [p for p in sys.path if p not in wanted]
@@ -135,17 +135,23 @@ def _import_module(module: str, file: str | None) -> ModuleType:
     return loaded
 
 
+def import_module(module: str, file: str | None) -> ModuleType:
+    """Import a verifier module (by name, else from ``file``). Exceptions raised by the
+    module's own code propagate unchanged; a module found nowhere is VerifierImportError."""
+    try:
+        return _import_module(module, file)
+    except ModuleNotFoundError as exc:
+        where = f" (nor from the file {file})" if file else ""
+        raise VerifierImportError(
+            f"cannot import module {module!r}{where}: {exc}; put its folder on "
+            "sys.path (the gates root is added) or fix the reference"
+        ) from None
+
+
 def load_target(target: VerifierTarget) -> Callable[..., Any]:
     """Import the target's function. Exceptions raised by the module's own code propagate
     unchanged (the caller classifies them); lookup problems are VerifierImportError."""
-    try:
-        obj: Any = _import_module(target.module, target.file)
-    except ModuleNotFoundError as exc:
-        where = f" (nor from the file {target.file})" if target.file else ""
-        raise VerifierImportError(
-            f"cannot import module {target.module!r}{where}: {exc}; put its folder on "
-            "sys.path (the gates root is added) or fix the reference"
-        ) from None
+    obj: Any = import_module(target.module, target.file)
     for part in target.qualname.split("."):
         try:
             obj = getattr(obj, part)

@@ -1,0 +1,241 @@
+"""The pytest process's side of ``ctx.run``: it runs the tool and keeps the record.
+
+A verifier's ``ctx.run`` only asks (``context``); :class:`ToolHost` answers, in the
+pytest process: the tool id goes through the tool inventory (resolved, hashed, rechecked
+before each run), the process through the command oracle (``process.run_process``: no
+shell, stdin closed, the allowlisted environment with ``HOME``/``TMPDIR`` in the call's
+cell, bounded output, the call's remaining time as deadline). Every completed run is
+recorded here with the exit codes the verifier said it expects; the verifier's pass is
+judged against this record (``grounding``), which its own process cannot reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.cell import build_env
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group, run_process
+from pytest_vgate.tools import ToolEntry, ToolInventory, resolve_tool, toolchain_bin
+from pytest_vgate.verdict import Mode
+from pytest_vgate.verifiers.context import (
+    ToolMovedError,
+    ToolRun,
+    ToolUnavailableError,
+    ToolUse,
+    expected_codes,
+)
+
+
+class Toolbox:
+    """Resolves tool ids for ``ctx.run``: the session inventory first, then an explicit
+    ``id -> path`` mapping, then ``<root>/.toolchain/bin`` and the caller's PATH."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        inventory: ToolInventory | None = None,
+        paths: Mapping[str, str] | None = None,
+        path_env: str | None = None,
+    ) -> None:
+        self._root = root
+        self._inventory = inventory or ToolInventory()
+        self._paths = dict(paths or {})
+        self._path_env = path_env
+        self._lock = threading.Lock()
+
+    def entry(self, tool: str) -> ToolEntry:
+        """The entry to run now; raises ToolUnavailableError / ToolMovedError."""
+        with self._lock:
+            if tool not in self._inventory:
+                entry = self._resolve(tool)
+                self._inventory = ToolInventory([*self._entries(), entry])
+                if not entry.found:
+                    raise ToolUnavailableError(entry.detail or f"tool {tool!r} was not found")
+                return entry
+            check = self._inventory.verify(tool)
+        if check.mode is Mode.UNAVAILABLE:
+            raise ToolUnavailableError(check.message or f"tool {tool!r} was not found")
+        if not check.ok:
+            raise ToolMovedError(f"tool {tool!r} was not run: {check.message}")
+        return check.entry
+
+    def _entries(self) -> list[ToolEntry]:
+        return [e for i in self._inventory.ids if (e := self._inventory.get(i)) is not None]
+
+    def _resolve(self, tool: str) -> ToolEntry:
+        if tool in self._paths:
+            path = os.path.abspath(self._paths[tool])
+            found = resolve_tool(path, root=self._root, path_env=None)
+            return dataclasses.replace(found, id=tool)
+        return resolve_tool(tool, root=self._root, path_env=self._path_env)
+
+
+class ToolHost:
+    """``ctx.run`` requests of one verifier call, answered and recorded (thread-safe).
+
+    ``deadline`` is ``time.monotonic()`` seconds: a tool gets the call's remaining time.
+    """
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        cell: Path,
+        deadline: float,
+        declared: Sequence[str],
+        toolbox: Toolbox,
+        caller_env: Mapping[str, str],
+        env_pass: Sequence[str] = (),
+        env_set: Mapping[str, str] | None = None,
+        capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+    ) -> None:
+        self.root = root
+        self.cell = cell
+        self.deadline = deadline
+        self._declared = list(dict.fromkeys(declared))
+        self._toolbox = toolbox
+        self._caller_env = dict(caller_env)
+        self._env_pass = tuple(env_pass)
+        self._env_set = dict(env_set or {})
+        self._capture_limit = capture_limit
+        self._lock = threading.Lock()
+        self._runs: list[ToolUse] = []
+        self._violations: list[tuple[Mode, str]] = []
+        self._live: set[int] = set()
+        self._closed = False
+
+    @property
+    def declared(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._declared)
+
+    def declare(self, tools: Sequence[str]) -> None:
+        """Tools the verifier's own ``@verifier(tools=...)`` adds (never removes any)."""
+        with self._lock:
+            self._declared.extend(t for t in map(str, tools) if t not in self._declared)
+
+    def serve(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer one ``ctx.run`` request: ``{"run": ...}`` or ``{"error", "message"}``."""
+        tool = str(request.get("tool", ""))
+        try:
+            args = [str(a) for a in request.get("args", ())]
+            codes = expected_codes(request.get("expect", 0))
+        except TypeError as exc:
+            return self._refuse(Mode.ERROR, "error", f"ctx.run({tool!r}): {exc}")
+        declared = self.declared
+        if declared and tool not in declared:
+            return self._refuse(
+                Mode.ERROR,
+                "undeclared",
+                f"ctx.run({tool!r}): {tool!r} is not among the verifier's declared tools "
+                f"{list(declared)}; add it to @verifier(tools=[...])",
+            )
+        try:
+            entry = self._toolbox.entry(tool)
+        except ToolUnavailableError as exc:
+            return {"error": "unavailable", "message": str(exc)}
+        except ToolMovedError as exc:
+            return self._refuse(Mode.SANDBOX, "moved", str(exc))
+        assert entry.path is not None
+        assert entry.sha256 is not None
+        cwd = Path(str(request["cwd"])) if request.get("cwd") else self.root
+        env = build_env(
+            self.cell,
+            pass_names=self._env_pass,
+            set_values=self._env_set,
+            caller_env=self._caller_env,
+            path_prefix=[str(toolchain_bin(self.root))],
+        )
+        result = run_process(
+            (entry.path, *args),
+            cwd=cwd,
+            env=env,
+            timeout=max(0.0, self.deadline - time.monotonic()),
+            capture_limit=self._capture_limit,
+            on_start=self._started,
+        )
+        if result.pid is not None:
+            with self._lock:
+                self._live.discard(result.pid)
+        run = ToolRun(
+            tool=tool,
+            path=entry.path,
+            sha256=entry.sha256,
+            argv=result.argv,
+            exit_code=result.exit_code,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            duration=result.duration,
+            timed_out=result.timed_out,
+            spawn_error=result.spawn_error,
+            expect=codes,
+        )
+        if run.completed and run.exit_code is not None:
+            with self._lock:
+                if not self._closed:  # a run finishing after the verifier answered is ignored
+                    self._runs.append(
+                        ToolUse(tool, entry.path, entry.sha256, run.exit_code, run.duration, codes)
+                    )
+        return {"run": run.to_dict()}
+
+    def _started(self, pid: int) -> None:
+        with self._lock:
+            self._live.add(pid)
+
+    def _refuse(self, mode: Mode, kind: str, message: str) -> dict[str, Any]:
+        with self._lock:
+            self._violations.append((mode, message))
+        return {"error": kind, "message": message}
+
+    def close(self) -> tuple[tuple[ToolUse, ...], tuple[tuple[Mode, str], ...]]:
+        """Stop recording (the verifier answered or died) and hand back runs and violations."""
+        with self._lock:
+            self._closed = True
+            return tuple(self._runs), tuple(self._violations)
+
+    def kill(self) -> None:
+        """Kill the tools still running (the verifier answered, died or ran out of time)."""
+        with self._lock:
+            live, self._live = self._live, set()
+        for pgid in live:
+            with suppress(ValueError):  # refused: not a group of a check's own
+                kill_process_group(pgid, signal.SIGKILL)
+
+
+def ground(
+    mode: Mode, detail: str, runs: Sequence[ToolUse], declared: Sequence[str]
+) -> tuple[Mode, str] | None:
+    """Whether a pass rests on what the tools answered; the failing mode and detail if not.
+
+    A pass of a verifier that declares tools needs a completed run; any completed run
+    that ended with an exit code the verifier did not expect (``expect=``, default 0)
+    contradicts a pass: it is *unbound*.
+    """
+    if mode is not Mode.PASS:
+        return None
+    unbound = [r for r in runs if not r.as_expected]
+    if unbound:
+        listed = "; ".join(
+            f"{r.id} exited {r.exit_code}, expected {', '.join(map(str, r.expect))}"
+            for r in unbound
+        )
+        return Mode.UNGROUNDED, (
+            f"unbound pass: the verifier passed although a tool run ended otherwise than it "
+            f"expected ({listed}); declare the exit code it expects with "
+            "ctx.run(..., expect=CODE) or fail on it"
+        )
+    if declared and not runs:
+        return Mode.UNGROUNDED, (
+            f"the verifier declares tools {list(declared)} but passed without a completed "
+            "ctx.run() of any of them; a pass must rest on a tool's answer"
+        )
+    return None

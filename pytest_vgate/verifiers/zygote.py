@@ -1,0 +1,259 @@
+"""The template processes verifier children are forked from ("zygotes"). No verifier runs here.
+
+The **base** zygote is started once per pytest process (per xdist worker) with the
+allowlisted environment (``process.start_helper``); it imports ``pytest`` when the caller
+had, and this package, and forks a **module** zygote per verifier module on request. A
+module zygote imports its module once, then forks a fresh child per call (one *spare* is
+forked ahead, while the previous call runs); the child runs exactly one verifier
+(``child.child_main``) and is killed when it has answered. Both zygotes are
+single-threaded: they never start a thread, and a module whose import leaves a thread
+running is never forked from (its zygote serves one call in itself: ``oneshot``).
+
+Both speak request/response over their control socket (the pytest process holds a lock
+per socket); descriptors travel with the reply. Neither reaps a child before the pytest
+process asks (``reap``), so the pid the pytest process kills by still names that child.
+At end of stream (the pytest process is gone) a zygote kills its children and exits.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_vgate.process import fork_template, kill_process_group
+from pytest_vgate.verifiers import wire
+from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, child_main, flush_streams
+from pytest_vgate.verifiers.invoke import classify_exception
+from pytest_vgate.verifiers.target import VerifierImportError, extend_sys_path, import_module
+
+BOOT = (
+    "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
+    "from pytest_vgate.verifiers.zygote import base_main; "
+    "base_main(int(sys.argv[2]), json.loads(sys.argv[3]))"
+)
+
+
+def _reap(pid: int) -> int | None:
+    """Kill what is left of ``pid``'s group and collect its status (as Popen's returncode)."""
+    with suppress(ValueError):
+        kill_process_group(pid, signal.SIGKILL)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _exited(pid: int) -> bool:
+    """Whether child ``pid`` has exited (without reaping it)."""
+    try:
+        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+        return os.waitid(os.P_PID, pid, flags) is not None
+    except ChildProcessError:
+        return True
+
+
+def _serve_common(ctl: socket.socket, message: Mapping[str, Any], children: set[int]) -> bool:
+    """The requests every zygote answers; False for an unknown one."""
+    if message.get("op") != "reap":
+        return False
+    pid = int(message["pid"])
+    status = _reap(pid) if pid in children else None
+    children.discard(pid)
+    if message.get("status"):
+        wire.send(ctl, {"status": status})
+    return True
+
+
+def _shutdown(children: set[int]) -> None:
+    for pid in children:
+        _reap(pid)
+    os._exit(0)
+
+
+def base_main(fd: int, preload: list[str]) -> None:
+    """The base zygote's loop (see the module docstring)."""
+    ctl = socket.socket(fileno=fd)
+    for name in preload:
+        with suppress(BaseException):  # a preload is an optimisation
+            __import__(name)
+    children: set[int] = set()
+    inbox = wire.Inbox(ctl)
+    while True:
+        message, fds = inbox.recv()
+        if message is None:
+            _shutdown(children)
+        if message.get("op") == "zygote" and len(fds) == 1:
+            ours, theirs = socket.socketpair()
+            flush_streams()
+            pid = fork_template()
+            if pid == 0:
+                try:
+                    ctl.close()
+                    ours.close()
+                    module_main(theirs, fds[0], message)
+                finally:
+                    os._exit(70)
+            os.close(fds[0])
+            theirs.close()
+            with suppress(OSError):
+                os.setpgid(pid, pid)
+            children.add(pid)
+            wire.send(ctl, {"pid": pid}, [ours.fileno()])
+            ours.close()
+            continue
+        for extra in fds:
+            os.close(extra)
+        if not _serve_common(ctl, message, children):
+            wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
+
+
+def _thread_count() -> int:
+    """Threads of this process, C-level ones included where /proc tells."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return threading.active_count()
+
+
+def _import(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Import the module the zygote is for; the ready message to send."""
+    where = f"importing {message['module']}"
+    deadline = message.get("deadline")
+    if deadline is not None:
+        lead = max(0.01, float(deadline) - time.time() - STACK_DUMP_LEAD)
+        faulthandler.dump_traceback_later(lead, exit=False, file=sys.stderr)
+    try:
+        import_module(str(message["module"]), message.get("file"))
+    except VerifierImportError as exc:
+        return {"ready": False, "mode": "error", "detail": str(exc)}
+    # Catch-all: importing runs the user's module code; whatever it raises is its mode.
+    except BaseException as exc:  # noqa: BLE001
+        mode, detail = classify_exception(exc, where)
+        return {"ready": False, "mode": mode.value, "detail": detail}
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    threads = _thread_count()
+    for _ in range(50):  # faulthandler's watchdog thread takes a moment to go
+        if threads <= 1:
+            break
+        time.sleep(0.002)
+        threads = _thread_count()
+    return {"ready": True, "threads": threads}
+
+
+def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> None:
+    """A module zygote: import once, then a fresh child per call (or one call in itself)."""
+    with suppress(OSError):
+        os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)  # what the import prints reaches the first call's output
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    if message.get("cwd"):
+        with suppress(OSError):
+            os.chdir(str(message["cwd"]))
+    extend_sys_path([str(p) for p in message.get("sys_path", ())], first=True)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    ready = _import(message)
+    flush_streams()
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    wire.send(ctl, ready)
+    if not ready["ready"]:
+        os._exit(0)
+    if message.get("oneshot") or ready["threads"] > 1:
+        _serve_one(ctl)
+    else:
+        _serve_template(ctl)
+
+
+@dataclass
+class _Spare:
+    pid: int
+    sock: socket.socket  # the pytest process's end of the call socket
+    out_fd: int  # read end of the child's output pipe
+
+
+def _fork_spare(ctl: socket.socket) -> _Spare:
+    ours, theirs = socket.socketpair()
+    out_r, out_w = os.pipe()
+    flush_streams()
+    pid = fork_template()
+    if pid == 0:
+        try:
+            ctl.close()
+            ours.close()
+            os.close(out_r)
+            child_main(theirs, out_w)
+        finally:
+            os._exit(70)
+    theirs.close()
+    os.close(out_w)
+    with suppress(OSError):
+        os.setpgid(pid, pid)
+    return _Spare(pid, ours, out_r)
+
+
+def _hand_over(ctl: socket.socket, spare: _Spare) -> None:
+    wire.send(ctl, {"pid": spare.pid}, [spare.sock.fileno(), spare.out_fd])
+    spare.sock.close()
+    os.close(spare.out_fd)
+
+
+def _serve_template(ctl: socket.socket) -> None:
+    children: set[int] = set()
+    spare: _Spare | None = None
+    inbox = wire.Inbox(ctl)
+    while True:
+        if spare is None:
+            spare = _fork_spare(ctl)
+            children.add(spare.pid)
+        message, fds = inbox.recv()
+        for fd in fds:
+            os.close(fd)
+        if message is None:
+            _shutdown(children)
+        if message.get("op") == "call":
+            if _exited(spare.pid):  # killed while it waited: never hand out a dead one
+                _reap(spare.pid)
+                children.discard(spare.pid)
+                spare.sock.close()
+                os.close(spare.out_fd)
+                spare = _fork_spare(ctl)
+                children.add(spare.pid)
+            _hand_over(ctl, spare)
+            spare = None
+        elif not _serve_common(ctl, message, children):
+            wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
+
+
+def _serve_one(ctl: socket.socket) -> None:
+    """Serve one call in this very process (its import left threads: no fork)."""
+    message, fds = wire.Inbox(ctl).recv()
+    for fd in fds:
+        os.close(fd)
+    if message is None or message.get("op") != "call":
+        os._exit(0)
+    ours, theirs = socket.socketpair()
+    out_r, out_w = os.pipe()
+    wire.send(ctl, {"pid": os.getpid()}, [ours.fileno(), out_r])
+    ours.close()
+    os.close(out_r)
+    ctl.close()
+    child_main(theirs, out_w)
