@@ -428,8 +428,7 @@ def test_in_one_process_the_lock_would_stay_held(folder: Path) -> None:
     """The contrast that proves the test above can fail: in one process, the lock stays held."""
     module = write_module(
         folder,
-        LOCK_MODULE
-        + "\ndef both(ctx):\n    try:\n        take_and_raise(ctx)\n"
+        LOCK_MODULE + "\ndef both(ctx):\n    try:\n        take_and_raise(ctx)\n"
         "    except RuntimeError:\n        pass\n    return take_and_pass(ctx)\n",
     )
     result = call(folder, module, "both")

@@ -28,7 +28,7 @@ class Isolation(str, enum.Enum):
     """
 
     PROCESS = "process"
-    INLINE = "process"  # deprecated alias  # noqa: PIE796
+    INLINE = "process"  # deprecated alias
 
     def __str__(self) -> str:
         return self.value

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import reprlib
+import sys
 import traceback
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -78,11 +79,11 @@ def _exception_text(exc: BaseException) -> str:
 
 
 def _is_pytest_fail(exc: BaseException) -> bool:
-    """``pytest.fail()`` (``_pytest.outcomes.Failed``), recognised by name: the core never
-    imports pytest."""
-    return any(
-        c.__name__ == "Failed" and c.__module__ == "_pytest.outcomes" for c in type(exc).__mro__
-    )
+    """``pytest.fail()`` (``_pytest.outcomes.Failed``), looked up where the verifier got it
+    from: the core never imports pytest."""
+    outcomes = sys.modules.get("_pytest.outcomes")
+    failed = getattr(outcomes, "Failed", None)
+    return isinstance(failed, type) and isinstance(exc, failed)
 
 
 def classify_exception(exc: BaseException, during: str = "") -> tuple[Mode, str]:

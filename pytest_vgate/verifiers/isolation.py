@@ -77,7 +77,7 @@ def _tail(text: str) -> str:
 
 
 def _decode(
-    name: str, raw: Any, duration: float, output: str, host: ToolHost
+    name: str, raw: Any, duration: float, output: str, output_bytes: int, host: ToolHost
 ) -> VerifierResult:
     """The child's answer, judged against the pytest process's record of its tool runs.
 
@@ -101,6 +101,7 @@ def _decode(
             runs=runs,
             declared_tools=declared,
             output=output,
+            output_bytes=output_bytes,
         )
     if violations:
         mode = worst_mode([mode, *(m for m, _ in violations)])
@@ -121,6 +122,7 @@ def _decode(
         runs=runs,
         declared_tools=declared,
         output=output,
+        output_bytes=output_bytes,
     )
 
 
@@ -250,7 +252,14 @@ class _Call:
                 self.host.declare([str(t) for t in tools])
         elif op == "result":
             duration = time.monotonic() - started
-            return _decode(self.name, message.get("result"), duration, self.output(), self.host)
+            return _decode(
+                self.name,
+                message.get("result"),
+                duration,
+                self.output(),
+                self.capture.total,
+                self.host,
+            )
         elif op == "internal":
             return VerifierResult.failure(
                 self.name,
@@ -258,6 +267,7 @@ class _Call:
                 f"pytest-vgate: internal error in the verifier's process: {message.get('detail')}",
                 duration=time.monotonic() - started,
                 output=self.output(),
+                output_bytes=self.capture.total,
             )
         return None
 
@@ -280,6 +290,7 @@ class _Call:
             f"the verifier's process broke the call protocol: {what}",
             duration=time.monotonic() - started,
             output=self.output(),
+            output_bytes=self.capture.total,
         )
 
     def _timeout(self, out_fd: int, timeout: float, started: float) -> VerifierResult:
@@ -294,6 +305,7 @@ class _Call:
             + (f"\nits output and stack near the deadline:\n{tail}" if tail.strip() else ""),
             duration=time.monotonic() - started,
             output=self.output(),
+            output_bytes=self.capture.total,
         )
 
     def _crash(self, sock: Any, out_fd: int, started: float) -> VerifierResult:
@@ -324,6 +336,7 @@ class _Call:
             bounded(detail),
             duration=time.monotonic() - started,
             output=self.output(),
+            output_bytes=self.capture.total,
         )
 
 

@@ -14,8 +14,10 @@ from pytest_vgate.verifiers.context import ToolUse
 class VerifierResult:
     """What one verifier call observed. ``ok`` only for mode ``pass``.
 
-    ``runs`` are the completed ``ctx.run`` calls (the grounding evidence); ``output`` is
-    the tail of what the verifier printed (process isolation only).
+    ``runs`` are the completed ``ctx.run`` calls, as the pytest process recorded them (the
+    grounding evidence); ``output`` is what the verifier's process printed (stdout and
+    stderr together), head + tail within the capture limit; ``output_bytes`` how many
+    bytes it printed in all.
     """
 
     name: str
@@ -26,6 +28,7 @@ class VerifierResult:
     runs: tuple[ToolUse, ...] = ()
     declared_tools: tuple[str, ...] = ()
     output: str = ""
+    output_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -78,6 +81,7 @@ class VerifierResult:
             "runs": [r.to_dict() for r in self.runs],
             "declared_tools": list(self.declared_tools),
             "output": self.output,
+            "output_bytes": self.output_bytes,
         }
 
     @classmethod
@@ -92,4 +96,5 @@ class VerifierResult:
             runs=tuple(ToolUse.from_dict(r) for r in data.get("runs", ())),
             declared_tools=tuple(str(t) for t in data.get("declared_tools", ())),
             output=str(data.get("output", "")),
+            output_bytes=int(data.get("output_bytes", 0)),
         )

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_vgate.process import fork_template, kill_process_group
 from pytest_vgate.verifiers import wire
@@ -74,7 +74,7 @@ def _serve_common(ctl: socket.socket, message: Mapping[str, Any], children: set[
     return True
 
 
-def _shutdown(children: set[int]) -> None:
+def _shutdown(children: set[int]) -> NoReturn:
     for pid in children:
         _reap(pid)
     os._exit(0)
