@@ -422,7 +422,7 @@ def test_plain():
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 def test_no_zygote_outlives_the_session(run_vgate, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_family=SURVIVORS)
-    result, cases = run_vgate()
+    result, _ = run_vgate()
     assert result.ret == 0, result.stdout.str()
     [record] = list(pytester.path.glob("family-*"))
     pids = [int(p) for p in record.read_text().split()]

@@ -555,7 +555,7 @@ def test_inline_is_a_deprecated_alias_that_runs_in_a_process_of_its_own(
     with pytest.warns(DeprecationWarning, match="inline"):
         exited = call(folder, zoo, "exit_0", isolation="inline")
     assert exited.mode is Mode.CRASH  # not the end of this process
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="inline"):
         assert call(folder, zoo, "raises", isolation="inline").mode is Mode.ERROR
     assert call(folder, zoo, "returns_true", isolation="thread").mode is Mode.ERROR
 
