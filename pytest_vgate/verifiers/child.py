@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import socket
 import sys
 import threading
-import time
 from contextlib import suppress
 from typing import Any
 
@@ -22,6 +22,7 @@ from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.invoke import execute
 
 STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
+STACK_DUMP_SIGNAL = signal.SIGUSR1  # sent by the pytest process for that dump
 
 
 class Link:
@@ -75,6 +76,10 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     for stream in (sys.stdout, sys.stderr):  # what it printed before dying is not lost
         with suppress(AttributeError, ValueError):
             stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    # The stack dump near the deadline: a signal handler of faulthandler's (C code: it
+    # works while the verifier is stuck in C), armed before the job arrives.
+    faulthandler.enable(file=sys.stderr, all_threads=True)  # segfault: stack in output
+    faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
     link = Link(wire.Channel(sock))
     try:
         job = link.channel.recv()
@@ -85,11 +90,7 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
         if job.get("cwd"):
             with suppress(OSError):  # the caller's folder is gone: stay where we are
                 os.chdir(job["cwd"])
-        faulthandler.enable(file=sys.stderr, all_threads=True)  # segfault: stack in output
-        lead = max(0.01, float(job["deadline"]) - time.time() - STACK_DUMP_LEAD)
-        faulthandler.dump_traceback_later(lead, exit=False, file=sys.stderr)
         result = execute(job, link)
-        faulthandler.cancel_dump_traceback_later()
         flush_streams()  # before the answer: the pytest process then reads what is there
         link.send({"op": "result", "result": result})
     # Catch-all: a bug of ours (or a signal handler of the verifier firing late) must

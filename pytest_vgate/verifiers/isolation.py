@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import selectors
 import signal
 import socket
@@ -33,6 +34,7 @@ from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
 from pytest_vgate.verifiers import spawner, wire
 from pytest_vgate.verifiers.api import Isolation
+from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, STACK_DUMP_SIGNAL
 from pytest_vgate.verifiers.invoke import bounded
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
@@ -159,20 +161,13 @@ class _Call:
         deadline: float,
     ) -> VerifierResult:
         try:
-            answer, fds = zygote.control.request({"op": "call"})
+            pid, fds = _take_child(zygote, deadline)
         except spawner.ZygoteError as exc:
             spawner.forget(zygote)
             return VerifierResult.failure(
                 self.name, Mode.CRASH, f"could not start the verifier's process: {exc}"
             )
-        if len(fds) != 2 or not isinstance(answer.get("pid"), int):
-            for fd in fds:
-                os.close(fd)
-            spawner.forget(zygote)
-            return VerifierResult.failure(
-                self.name, Mode.CRASH, f"unexpected answer from the verifier zygote: {answer}"
-            )
-        self.pid = int(answer["pid"])
+        self.pid = pid
         self.reaper = zygote.control.reaper if zygote.oneshot else zygote.control
         sock = socket.socket(fileno=fds[0])
         out_fd = fds[1]
@@ -207,11 +202,15 @@ class _Call:
             if pidfd is not None:
                 sel.register(pidfd, selectors.EVENT_READ)
             sock_open = True
+            dump_at: float | None = deadline - STACK_DUMP_LEAD
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._killed.is_set():
+                now = time.monotonic()
+                if now >= deadline or self._killed.is_set():
                     return self._timeout(out_fd, timeout, started)
-                events = sel.select(remaining)
+                if dump_at is not None and now >= dump_at:
+                    dump_at = None
+                    self._dump_stack(pidfd)
+                events = sel.select((dump_at or deadline) - now)
                 died = False
                 for key, _ in events:
                     if key.fd == out_fd:
@@ -237,6 +236,16 @@ class _Call:
             sel.close()
             if pidfd is not None:
                 os.close(pidfd)
+
+    def _dump_stack(self, pidfd: int | None) -> None:
+        """Have the child write its threads' stacks to its output (faulthandler)."""
+        try:
+            if pidfd is not None:
+                signal.pidfd_send_signal(pidfd, STACK_DUMP_SIGNAL)
+            elif self.pid is not None:
+                kill_process_group(self.pid, STACK_DUMP_SIGNAL)
+        except (OSError, ValueError):
+            pass  # gone already: its death is reported instead
 
     def _handle(
         self, message: dict[str, Any], sock: Any, started: float, deadline: float
@@ -338,6 +347,46 @@ class _Call:
             output=self.output(),
             output_bytes=self.capture.total,
         )
+
+
+def _take_child(zygote: spawner.ModuleZygote, deadline: float) -> tuple[int, list[int]]:
+    """A child of ``zygote`` waiting for its job: pid, [call socket, output pipe]. A
+    spare that died while it waited (a stray kill, the OOM killer) is replaced, never
+    reported as this call's crash."""
+    wait = max(1.0, deadline - time.monotonic())
+    for _ in range(3):
+        if zygote.oneshot:
+            answer, fds = zygote.control.request({"op": "call"})
+            pid = answer.get("pid")
+        else:
+            pid, fds = zygote.control.take_spare(wait)
+        if len(fds) != 2 or not isinstance(pid, int):
+            for fd in fds:
+                os.close(fd)
+            raise spawner.ZygoteError(f"unexpected answer from the verifier zygote: {pid!r}")
+        if zygote.oneshot or _waiting(pid, fds[0]):
+            return pid, fds
+        for fd in fds:
+            os.close(fd)
+        zygote.control.reap(pid)
+    raise spawner.ZygoteError("the verifier zygote's children die before they start")
+
+
+def _waiting(pid: int, fd: int) -> bool:
+    """Whether the spare ``pid`` (its call socket ``fd``) is alive and waiting."""
+    pidfd = _pidfd(pid)
+    if pidfd is not None:
+        try:
+            return not select.select([pidfd], [], [], 0)[0]
+        finally:
+            os.close(pidfd)
+    try:
+        data = socket.socket(fileno=os.dup(fd)).recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return bool(data)
 
 
 def _pidfd(pid: int | None) -> int | None:

@@ -44,7 +44,8 @@ class ZygoteError(Exception):
 
 
 class Control:
-    """A control socket to a zygote: one request at a time, answered in order."""
+    """A control socket to a zygote: requests answered in order, and the spare children a
+    module zygote offers unasked (kept until a call takes one)."""
 
     def __init__(self, sock: socket.socket, pid: int, reaper: Control | None) -> None:
         self.sock = sock
@@ -52,6 +53,36 @@ class Control:
         self.reaper = reaper  # who collects this zygote's exit (None: the Popen object)
         self.lock = threading.Lock()
         self.broken = False
+        self._inbox = wire.Inbox(sock)
+        self._spares: list[tuple[int, list[int]]] = []
+
+    def _next(self, timeout: float) -> tuple[dict[str, Any], list[int]]:
+        """The next message that is not a spare (spares are kept), within ``timeout``."""
+        end = time.monotonic() + timeout
+        while True:
+            message, fds = self._receive(end - time.monotonic())
+            if message is not None:
+                return message, fds
+
+    def _receive(self, timeout: float) -> tuple[dict[str, Any] | None, list[int]]:
+        """The next message; None (and nothing) for a spare, which is kept."""
+        try:
+            self.sock.settimeout(max(timeout, 0.001))
+            message, fds = self._inbox.recv()
+        except (OSError, wire.WireError) as exc:
+            self.broken = True
+            raise ZygoteError(f"the verifier zygote stopped answering: {exc}") from None
+        if message is None:
+            self.broken = True
+            raise ZygoteError("the verifier zygote exited")
+        if "spare" in message:
+            if isinstance(message["spare"], int) and len(fds) == 2:
+                self._spares.append((message["spare"], fds))
+            else:
+                for fd in fds:
+                    os.close(fd)
+            return None, []
+        return message, fds
 
     def request(
         self, message: dict[str, Any], fds: Sequence[int] = (), reply: bool = True
@@ -62,16 +93,30 @@ class Control:
             try:
                 self.sock.settimeout(REPLY_TIMEOUT)
                 wire.send(self.sock, message, fds)
-                if not reply:
-                    return {}, []
-                answer, got = wire.recv_with_fds(self.sock)
-            except (OSError, wire.WireError) as exc:
+            except OSError as exc:
                 self.broken = True
                 raise ZygoteError(f"the verifier zygote stopped answering: {exc}") from None
-            if answer is None:
+            if not reply:
+                return {}, []
+            return self._next(REPLY_TIMEOUT)
+
+    def take_spare(self, timeout: float) -> tuple[int, list[int]]:
+        """A child waiting for its job: pid, [call socket, output pipe]. Asks for the
+        next one at once, so that it is forked while this call runs."""
+        with self.lock:
+            if self.broken:
+                raise ZygoteError("the zygote's control socket is closed")
+            end = time.monotonic() + timeout
+            while not self._spares:
+                _, fds = self._receive(end - time.monotonic())
+                for fd in fds:  # an answer nobody waits for
+                    os.close(fd)
+            spare = self._spares.pop(0)
+            try:
+                wire.send(self.sock, {"op": "more"})
+            except OSError:
                 self.broken = True
-                raise ZygoteError("the verifier zygote exited")
-            return answer, got
+            return spare
 
     def reap(self, pid: int, status: bool = False) -> int | None:
         """Have ``pid`` (a child of this zygote) killed with its group and collected."""
@@ -84,6 +129,12 @@ class Control:
 
     def close(self) -> None:
         self.broken = True
+        with self.lock:
+            spares, self._spares = self._spares, []
+        for _, fds in spares:
+            for fd in fds:
+                with suppress(OSError):
+                    os.close(fd)
         with suppress(OSError):
             self.sock.close()
 
@@ -280,36 +331,27 @@ def _wait_ready(
 ) -> dict[str, Any] | None:
     """The zygote's ready message, or None at the deadline."""
     os.set_blocking(out_r, False)
-    control.sock.setblocking(False)
-    reader = wire.FrameReader()
     with selectors.DefaultSelector() as sel:
         sel.register(out_r, selectors.EVENT_READ)
         sel.register(control.sock, selectors.EVENT_READ)
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                for key, _ in sel.select(remaining):
-                    if key.fd == out_r:
-                        if not _drain(out_r, capture):
-                            sel.unregister(out_r)
-                        continue
-                    try:
-                        data = control.sock.recv(CHUNK)
-                    except BlockingIOError:
-                        continue
-                    if not data:
-                        raise ZygoteError("the verifier zygote died while importing the module")
-                    messages = reader.feed(data)
-                    if messages:
-                        with suppress(OSError):
-                            while _drain(out_r, capture):  # what the import printed
-                                if not sel.select(0.05):
-                                    break
-                        return messages[0]
-        finally:
-            control.sock.setblocking(True)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            for key, _ in sel.select(remaining):
+                if key.fd == out_r:
+                    if not _drain(out_r, capture):
+                        sel.unregister(out_r)
+                    continue
+                with control.lock:  # readable: the ready message is on its way
+                    message, fds = control._next(max(remaining, 1.0))
+                for fd in fds:
+                    os.close(fd)
+                with suppress(OSError):
+                    while _drain(out_r, capture):  # what the import printed
+                        if not sel.select(0.05):
+                            break
+                return message
 
 
 def _discard(control: Control) -> None:

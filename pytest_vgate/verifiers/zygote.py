@@ -18,6 +18,7 @@ At end of stream (the pytest process is gone) a zygote kills its children and ex
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import signal
 import socket
@@ -51,15 +52,6 @@ def _reap(pid: int) -> int | None:
     except ChildProcessError:
         return None
     return os.waitstatus_to_exitcode(status)
-
-
-def _exited(pid: int) -> bool:
-    """Whether child ``pid`` has exited (without reaping it)."""
-    try:
-        flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
-        return os.waitid(os.P_PID, pid, flags) is not None
-    except ChildProcessError:
-        return True
 
 
 def _serve_common(ctl: socket.socket, message: Mapping[str, Any], children: set[int]) -> bool:
@@ -210,35 +202,29 @@ def _fork_spare(ctl: socket.socket) -> _Spare:
     return _Spare(pid, ours, out_r)
 
 
-def _hand_over(ctl: socket.socket, spare: _Spare) -> None:
-    wire.send(ctl, {"pid": spare.pid}, [spare.sock.fileno(), spare.out_fd])
+def _offer(ctl: socket.socket, children: set[int]) -> None:
+    """Fork the next spare and hand it to the pytest process at once (unasked: it then
+    has a child waiting when its next call starts)."""
+    spare = _fork_spare(ctl)
+    children.add(spare.pid)
+    wire.send(ctl, {"spare": spare.pid}, [spare.sock.fileno(), spare.out_fd])
     spare.sock.close()
     os.close(spare.out_fd)
 
 
 def _serve_template(ctl: socket.socket) -> None:
     children: set[int] = set()
-    spare: _Spare | None = None
     inbox = wire.Inbox(ctl)
+    gc.freeze()  # what the import made is never collected in a child: fewer copied pages
+    _offer(ctl, children)
     while True:
-        if spare is None:
-            spare = _fork_spare(ctl)
-            children.add(spare.pid)
         message, fds = inbox.recv()
         for fd in fds:
             os.close(fd)
         if message is None:
             _shutdown(children)
-        if message.get("op") == "call":
-            if _exited(spare.pid):  # killed while it waited: never hand out a dead one
-                _reap(spare.pid)
-                children.discard(spare.pid)
-                spare.sock.close()
-                os.close(spare.out_fd)
-                spare = _fork_spare(ctl)
-                children.add(spare.pid)
-            _hand_over(ctl, spare)
-            spare = None
+        if message.get("op") == "more":
+            _offer(ctl, children)
         elif not _serve_common(ctl, message, children):
             wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
 
@@ -252,7 +238,7 @@ def _serve_one(ctl: socket.socket) -> None:
         os._exit(0)
     ours, theirs = socket.socketpair()
     out_r, out_w = os.pipe()
-    wire.send(ctl, {"pid": os.getpid()}, [ours.fileno(), out_r])
+    wire.send(ctl, {"pid": os.getpid()}, [ours.fileno(), out_r])  # a reply, not a spare
     ours.close()
     os.close(out_r)
     ctl.close()
