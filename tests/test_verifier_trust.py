@@ -480,3 +480,40 @@ def test_fan_out_of_one_module_shares_its_zygote(tmp_path: Path, count: int) -> 
     seen = [c.detail.split() for c in verdict.checks]
     assert len({pid for pid, _ in seen}) == count
     assert len({zygote for _, zygote in seen}) == 1
+
+
+SLEEPER = """
+import os, time
+from pytest_vgate import verifier
+
+@verifier(id="sleeper")
+def sleeper(ctx):
+    (ctx.root / f"pid-{os.getpid()}").write_text(str(os.getppid()))
+    time.sleep(300)
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_session_leaves_no_verifier_or_zygote(pytester: pytest.Pytester) -> None:
+    """SIGKILL to pytest mid-verifier: the zygotes see the end of their control socket,
+    kill what they forked and exit."""
+    pytester.makepyfile(test_sleeper=SLEEPER)
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_sleeper.py"],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        end = time.monotonic() + 60
+        while not list(pytester.path.glob("pid-*")) and time.monotonic() < end:
+            time.sleep(0.05)
+        [record] = list(pytester.path.glob("pid-*"))
+    finally:
+        session.kill()
+        session.wait()
+    pids = [int(record.name.split("-")[1]), int(record.read_text())]
+    end = time.monotonic() + 15
+    while time.monotonic() < end and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not [p for p in pids if pid_alive(p)], "a verifier or its zygote survived"

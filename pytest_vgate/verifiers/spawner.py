@@ -223,7 +223,7 @@ def shutdown() -> None:
 
 
 def _forget_in_child() -> None:
-    """A fork of the pytest process (a test's own multiprocessing) drops our zygotes."""
+    """A fork of the pytest process (a test forking it) drops our zygotes."""
     global _base, _owner, _lock
     _owner = os.getpid()
     _lock = threading.Lock()

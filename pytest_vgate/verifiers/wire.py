@@ -165,7 +165,10 @@ class Inbox:
 
     def recv(self) -> tuple[dict[str, Any] | None, list[int]]:
         while not self._pending:
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, MAX_FDS)
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, MAX_FDS)
+            except ConnectionResetError:  # the peer died with our messages unread
+                return None, []
             self._fds.extend(fds)
             if not data:
                 return None, []

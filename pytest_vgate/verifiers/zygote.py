@@ -66,8 +66,19 @@ def _serve_common(ctl: socket.socket, message: Mapping[str, Any], children: set[
     return True
 
 
-def _shutdown(children: set[int]) -> NoReturn:
-    for pid in children:
+def _shutdown(children: set[int], grace: float = 0.0) -> NoReturn:
+    """The pytest process is gone: kill and collect every child, then exit. ``grace``:
+    how long children (module zygotes) get to do the same for theirs first."""
+    end = time.monotonic() + grace
+    waiting = set(children)
+    while waiting and time.monotonic() < end:
+        for pid in list(waiting):
+            with suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            waiting.discard(pid)
+        time.sleep(0.01)
+    for pid in waiting:
         _reap(pid)
     os._exit(0)
 
@@ -83,7 +94,7 @@ def base_main(fd: int, preload: list[str]) -> None:
     while True:
         message, fds = inbox.recv()
         if message is None:
-            _shutdown(children)
+            _shutdown(children, grace=2.0)  # module zygotes first kill what they forked
         if message.get("op") == "zygote" and len(fds) == 1:
             ours, theirs = socket.socketpair()
             flush_streams()
