@@ -786,7 +786,14 @@ from pytest_vgate.verifiers import VerifierTarget, call_verifier, run_verifiers
 
 folder = Path(sys.argv[1])
 if __name__ == "__main__":
-    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    def interrupt_when_running():  # every verifier has written its pid (60 s at most)
+        end = time.monotonic() + 60
+        while len(list(folder.glob("pid-*"))) < int(sys.argv[3]) and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
     targets = [VerifierTarget(sys.argv[2], "check")] * int(sys.argv[3])
     try:
         if len(targets) == 1:

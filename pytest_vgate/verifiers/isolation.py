@@ -42,6 +42,7 @@ from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost, ground
 
 EXIT_GRACE = 2.0  # seconds a child that delivered no answer gets to tell its exit status
 DRAIN_GRACE = 0.5  # seconds we keep reading a dead child's output
+DUMP_GRACE = 1.0  # seconds past the deadline we wait for stacks asked for and not come
 OUTPUT_TAIL = 3000  # characters of the verifier's output shown in a crash/timeout detail
 CHUNK = 1 << 16
 # What a verifier process may answer; every other mode is the pytest process's to give.
@@ -140,6 +141,7 @@ class _Call:
         self.reaper: spawner.Control | None = None
         self._killed = threading.Event()
         self._send_lock = threading.Lock()
+        self._dumped_at: int | None = None  # output bytes when the stacks were asked for
 
     def kill(self) -> None:
         """Kill the child (its whole group) and the tools it asked for."""
@@ -171,10 +173,14 @@ class _Call:
         self.reaper = zygote.control.reaper if zygote.oneshot else zygote.control
         sock = socket.socket(fileno=fds[0])
         out_fd = fds[1]
+        # The verifier's deadline runs from here: the zygotes' start-up (ours) and the
+        # module's import (bounded by a deadline of its own) are not its time.
+        deadline = time.monotonic() + timeout
+        self.host.deadline = deadline
         try:
             sock.setblocking(False)
             os.set_blocking(out_fd, False)
-            job["deadline"] = time.time() + max(0.0, deadline - time.monotonic())
+            job["deadline"] = time.time() + timeout
             if not wire.send_by(sock, {**job}, deadline):
                 return self._crash(sock, out_fd, started)
             return self._wait(sock, out_fd, timeout, started, deadline)
@@ -209,6 +215,7 @@ class _Call:
                     return self._timeout(out_fd, timeout, started)
                 if dump_at is not None and now >= dump_at:
                     dump_at = None
+                    self._dumped_at = self.capture.total
                     self._dump_stack(pidfd)
                 events = sel.select((dump_at or deadline) - now)
                 died = False
@@ -303,6 +310,14 @@ class _Call:
         )
 
     def _timeout(self, out_fd: int, timeout: float, started: float) -> VerifierResult:
+        if self._dumped_at is not None and self.capture.total == self._dumped_at:
+            # The stacks were asked for and have not come yet (a loaded machine): a
+            # moment more for them, then the kill.
+            with selectors.DefaultSelector() as sel:
+                sel.register(out_fd, selectors.EVENT_READ)
+                if sel.select(DUMP_GRACE):
+                    time.sleep(0.05)  # the rest of the dump
+                    _drain(out_fd, self.capture)
         self.kill()
         self.host.close()
         _drain_until_closed(out_fd, self.capture)
@@ -353,7 +368,7 @@ def _take_child(zygote: spawner.ModuleZygote, deadline: float) -> tuple[int, lis
     """A child of ``zygote`` waiting for its job: pid, [call socket, output pipe]. A
     spare that died while it waited (a stray kill, the OOM killer) is replaced, never
     reported as this call's crash."""
-    wait = max(1.0, deadline - time.monotonic())
+    wait = max(spawner.REPLY_TIMEOUT, deadline - time.monotonic())  # our start-up, not its
     for _ in range(3):
         if zygote.oneshot:
             answer, fds = zygote.control.request({"op": "call"})

@@ -32,7 +32,12 @@ from typing import Any, NoReturn
 
 from pytest_vgate.process import fork_template, kill_process_group
 from pytest_vgate.verifiers import wire
-from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, child_main, flush_streams
+from pytest_vgate.verifiers.child import (
+    STACK_DUMP_LEAD,
+    STACK_DUMP_SIGNAL,
+    child_main,
+    flush_streams,
+)
 from pytest_vgate.verifiers.invoke import classify_exception
 from pytest_vgate.verifiers.target import VerifierImportError, extend_sys_path, import_module
 
@@ -177,6 +182,9 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
+    # Armed before any child is forked: the pytest process may ask a child for its stacks
+    # before the child ran a line of its own (its output pipe is fd 2 by then).
+    faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
     wire.send(ctl, ready)
     if not ready["ready"]:
         os._exit(0)
