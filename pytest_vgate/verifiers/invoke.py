@@ -20,6 +20,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_vgate.causes import product_frame
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
 from pytest_vgate.verifiers.context import ToolUnavailableError, VerifierContext
@@ -128,6 +129,17 @@ def classify_return(value: object) -> tuple[Mode, Cause | None, str]:
     return Mode.FAIL, Cause.BROKEN_TEST, f"the verifier returned {describe(value)}; {hint}"
 
 
+def _files_of(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The verifier's own source files (its code object and its module), for ``causes``."""
+    try:
+        module = sys.modules.get(str(getattr(fn, "__module__", "") or ""))
+        code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+        found = (getattr(code, "co_filename", None), getattr(module, "__file__", None))
+    except Exception:  # noqa: BLE001 - an odd callable: no file is known to be the verifier's
+        return ()
+    return tuple(f for f in found if isinstance(f, str) and f)
+
+
 def _call(fn: Callable[..., Any], ctx: VerifierContext) -> object:
     """fn(ctx), or fn() for a function that takes no argument (a plain check)."""
     try:
@@ -180,8 +192,9 @@ def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
     declared = tuple(dict.fromkeys([*target.tools, *(spec.tools if spec else ())]))
     if declared:  # before the first ctx.run: the pytest process enforces the declaration
         link.send({"op": "declare", "tools": list(declared)})
+    root = Path(job["root"])
     ctx = VerifierContext(
-        root=Path(job["root"]),
+        root=root,
         cell=Path(job["cell"]),
         deadline=float(job["deadline"]),
         gate=job.get("gate"),
@@ -194,6 +207,10 @@ def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
     # Catch-all by design: this is the fail-closed boundary around the verifier's code.
     except BaseException as exc:  # noqa: BLE001
         mode, detail = classify_exception(exc)
+        raised_at = product_frame(exc, root, _files_of(fn)) if mode is Mode.ERROR else None
+        if raised_at is not None:  # the code under test raised: the product's answer
+            mode, cause = Mode.FAIL, Cause.PRODUCT
+            detail = f"the code under test raised at {raised_at}: {detail}"
     else:
         mode, cause, detail = classify_return(returned)
     return _result(mode, detail, cause=cause, declared=declared)

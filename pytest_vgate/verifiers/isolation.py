@@ -580,7 +580,13 @@ def _run_call(
 ) -> VerifierResult:
     try:
         zygote = spawner.module_zygote(
-            target.module, target.file, path, cwd, deadline, call.capture_limit
+            target.module,
+            target.file,
+            path,
+            cwd,
+            str(call.host.root),
+            deadline,
+            call.capture_limit,
         )
     except spawner.ZygoteError as exc:
         return VerifierResult.failure(

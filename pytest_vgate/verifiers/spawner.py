@@ -244,8 +244,10 @@ atexit.register(shutdown)
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def _key(module: str, file: str | None, sys_path: Sequence[str], cwd: str) -> tuple[Any, ...]:
-    return (module, file, tuple(sys_path), cwd)
+def _key(
+    module: str, file: str | None, sys_path: Sequence[str], cwd: str, root: str
+) -> tuple[Any, ...]:
+    return (module, file, tuple(sys_path), cwd, root)
 
 
 def _drain(fd: int, capture: BoundedCapture) -> bool:
@@ -268,6 +270,7 @@ def _start_module(
     file: str | None,
     sys_path: Sequence[str],
     cwd: str,
+    root: str,
     deadline: float,
     oneshot: bool,
     capture_limit: int,
@@ -284,6 +287,7 @@ def _start_module(
                 "file": file,
                 "sys_path": list(sys_path),
                 "cwd": cwd,
+                "root": root,
                 "oneshot": oneshot,
                 "deadline": time.time() + max(0.0, deadline - time.monotonic()),
             },
@@ -366,11 +370,12 @@ def module_zygote(
     file: str | None,
     sys_path: Sequence[str],
     cwd: str,
+    root: str,
     deadline: float,
     capture_limit: int,
 ) -> ModuleZygote | ImportFailure:
     """The zygote to fork this call's child from (see the module docstring)."""
-    key = _key(module, file, sys_path, cwd)
+    key = _key(module, file, sys_path, cwd, root)
     with _lock:
         if key in _threaded:
             threaded = True
@@ -382,13 +387,13 @@ def module_zygote(
                 return found
             key_lock = _key_locks.setdefault(key, threading.Lock())
     if threaded:
-        return _start_module(module, file, sys_path, cwd, deadline, True, capture_limit)
+        return _start_module(module, file, sys_path, cwd, root, deadline, True, capture_limit)
     with key_lock:
         with _lock:
             found = _modules.get(key)
         if found is not None and not found.control.broken:
             return found
-        made = _start_module(module, file, sys_path, cwd, deadline, False, capture_limit)
+        made = _start_module(module, file, sys_path, cwd, root, deadline, False, capture_limit)
         if isinstance(made, ImportFailure):
             return made
         if made.oneshot:  # its import left threads: this one serves this call only

@@ -28,8 +28,10 @@ import time
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
+from pytest_vgate import bytecode
 from pytest_vgate.process import fork_template, kill_process_group
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.child import (
@@ -176,6 +178,8 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
         with suppress(OSError):
             os.chdir(str(message["cwd"]))
     extend_sys_path([str(p) for p in message.get("sys_path", ())], first=True)
+    if message.get("root"):  # import the tree's source as it is now (children inherit it)
+        bytecode.use_fresh_bytecode(Path(str(message["root"])))
     faulthandler.enable(file=sys.stderr, all_threads=True)
     ready = _import(message)
     flush_streams()
