@@ -20,6 +20,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_vgate import bytecode
 from pytest_vgate.causes import product_frame
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
@@ -179,6 +180,9 @@ def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
     caller must see: nothing from the verifier itself.
     """
     target = VerifierTarget.from_dict(job["target"])
+    # What the verifier imports now is the tree's source as it is now (the zygote's own
+    # import had the same, at its start).
+    bytecode.use_fresh_bytecode(Path(job["root"]))
     where = f"importing {target.module}:{target.qualname}"
     try:
         fn = load_target(target)
