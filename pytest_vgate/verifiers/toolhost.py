@@ -33,6 +33,8 @@ from pytest_vgate.verifiers.context import (
     expected_codes,
 )
 
+TOOL_GRACE = 3.0  # seconds a tool may outlive the call's deadline before its own kill
+
 
 class Toolbox:
     """Resolves tool ids for ``ctx.run``: the session inventory first, then an explicit
@@ -159,7 +161,9 @@ class ToolHost:
             (entry.path, *args),
             cwd=cwd,
             env=env,
-            timeout=max(0.0, self.deadline - time.monotonic()),
+            # Past the call's deadline: a tool still running then is killed with the
+            # verifier (mode timeout), not cut short just before it.
+            timeout=max(0.0, self.deadline - time.monotonic()) + TOOL_GRACE,
             capture_limit=self._capture_limit,
             on_start=self._started,
         )
