@@ -19,6 +19,7 @@ from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentItem, CitationDocumentNode, CitationItem
 from pytest_vgate.controller import Controller
+from pytest_vgate.init_plugin import add_init_options, run_init
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.extending import add_export_options, register_exporters
 from pytest_vgate.options import Settings, add_options, read_settings
@@ -34,12 +35,19 @@ MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytes
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     add_export_options(parser)
+    add_init_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from pytest_vgate import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--vgate-init BASE``: write gates for the changed tests and exit, running none."""
+    return run_init(config) if config.getoption("vgate_init") else None
 
 
 def pytest_configure(config: pytest.Config) -> None:

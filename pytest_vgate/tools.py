@@ -1,8 +1,8 @@
 """Tool grounding: resolve each declared tool once, hash its bytes, recheck before each run.
 
 Naming a tool is not grounding: the inventory decides which file a tool id means
-(``<root>/.toolchain/bin`` first, then the caller's ``PATH``) and what its bytes hash to.
-Immediately before an execution :meth:`ToolInventory.verify` confirms those bytes are
+(``<root>/.toolchain/bin`` first, then ``python``/``python3`` as the session's
+interpreter, then the caller's ``PATH``) and what its bytes hash to. Immediately before an execution :meth:`ToolInventory.verify` confirms those bytes are
 still there; bytes that moved are a ``sandbox`` non-result, a missing tool ``unavailable``.
 The *selected* path is what runs, never its symlink target: multi-call binaries (busybox)
 dispatch on the name they were started by. Core module: never imports pytest.
@@ -14,6 +14,7 @@ import enum
 import hashlib
 import os
 import stat
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,6 +24,9 @@ from typing import Any, NamedTuple
 from pytest_vgate.verdict import Mode, ToolRecord
 
 TOOLCHAIN_DIRNAME = ".toolchain"
+# Names that mean "the session's Python" unless .toolchain/bin pins another: a check's
+# `python` must import what the session imports, not whatever `python` PATH finds first.
+SESSION_PYTHON_NAMES = ("python", "python3")
 HASH_CHUNK = 1 << 20  # bytes read per step while hashing
 # A stat identity is trusted only when its ctime is older than this window before it was
 # observed: a write within the same filesystem timestamp tick (coarse kernel clock, 1-2 s
@@ -42,6 +46,7 @@ class ToolSource(str, enum.Enum):
     TOOLCHAIN = "toolchain"  # <root>/.toolchain/bin/<id>
     PATH = "path"  # the caller's PATH
     EXPLICIT = "explicit"  # the id is itself a path (contains "/")
+    SESSION = "session"  # python/python3: the interpreter running the pytest session
 
     def __str__(self) -> str:
         return self.value
@@ -219,7 +224,8 @@ def resolve_tool(
     """Resolve and hash one tool id; never raises (problems land in ``entry.detail``).
 
     An id with "/" is a path (relative to ``cwd``, else ``root``). A name is looked up in
-    ``<root>/.toolchain/bin`` and then on ``path_env`` (None or "": no PATH search). A name
+    ``<root>/.toolchain/bin``, then ``python``/``python3`` mean the session's interpreter
+    (``sys.executable``), then ``path_env`` (None or "": no PATH search). A name
     present in ``.toolchain/bin`` but not runnable there is not looked up on PATH: that
     would silently run a different tool than the one pinned."""
     try:
@@ -247,6 +253,8 @@ def resolve_tool(
                     "for a name pinned in .toolchain/bin"
                 ),
             )
+        if tool_id in SESSION_PYTHON_NAMES and sys.executable and _is_runnable(sys.executable):
+            return _entry_for(tool_id, sys.executable, ToolSource.SESSION)
         found = _search_path(tool_id, path_env) if path_env else None
         if found is None:
             where = f"{toolchain_bin(root)} or PATH={path_env!r}" if path_env else pinned

@@ -1,0 +1,262 @@
+"""The pytest layer of ``--vgate-init BASE``: options, the run, and the collection probe.
+
+``pytest --vgate-init BASE`` runs no tests: it reads the diff (``init.changed_lines``),
+lets pytest itself collect the changed test files in a child process with the session's
+interpreter (this module, loaded there with ``-p``, writes what was collected as JSON),
+writes the gates file, prints it and exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vgate.cell import NESTED_ENV
+from pytest_vgate.init import (
+    CollectedTest,
+    InitError,
+    changed_lines,
+    is_test_file,
+    render_gates_file,
+    select_tests,
+    support_files,
+    write_gates_file,
+)
+from pytest_vgate.process import run_process
+
+PROBE_ENV = "PYTEST_VGATE_INIT_COLLECT"  # where the child writes what it collected
+PROBE_TIMEOUT = 600.0
+
+
+def add_init_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("vgate")
+    group.addoption(
+        "--vgate-init",
+        dest="vgate_init",
+        metavar="BASE",
+        default=None,
+        help="write a gates file with one gate per test added or changed since git "
+        "revision BASE, print it and exit without running tests",
+    )
+    group.addoption(
+        "--vgate-init-out",
+        dest="vgate_init_out",
+        metavar="PATH",
+        default=None,
+        help="where --vgate-init writes the gates file (default: gates.yaml)",
+    )
+    group.addoption(
+        "--vgate-init-force",
+        dest="vgate_init_force",
+        action="store_true",
+        default=False,
+        help="let --vgate-init overwrite an existing file",
+    )
+
+
+def run_init(config: pytest.Config) -> int:
+    """The whole ``--vgate-init`` run; returns the session's exit status."""
+    base = str(config.getoption("vgate_init"))
+    out = Path(config.getoption("vgate_init_out") or "gates.yaml")
+    out = out if out.is_absolute() else config.invocation_params.dir / out
+    force = bool(config.getoption("vgate_init_force"))
+    tw = _Writer()
+    try:
+        if out.exists() and not force:
+            raise InitError(
+                f"{out} exists; pass --vgate-init-force to overwrite it, or "
+                "--vgate-init-out to write elsewhere"
+            )
+        root = config.rootpath
+        change = changed_lines(root, base)
+        patterns = config.getini("python_files")
+        test_files = [p for p in change.files if is_test_file(p, patterns) and _inside(p, root)]
+        if not test_files:
+            tw.line(
+                f"vgate-init: no test file changed since {base} ({change.sha[:12]}); "
+                "no gates file written"
+            )
+            return int(pytest.ExitCode.NO_TESTS_COLLECTED)
+        collected, errors = collect_tests(config, test_files)
+        for error in errors:
+            tw.line(f"vgate-init: could not collect: {error}", red=True)
+        if errors:
+            tw.line(
+                "vgate-init: fix the collection errors above (run `pytest --collect-only` on "
+                "those files) and run --vgate-init again; no gates file written",
+                red=True,
+            )
+            return int(pytest.ExitCode.INTERRUPTED)
+        chosen = select_tests(collected, change)
+        if not chosen:
+            tw.line(
+                f"vgate-init: {len(test_files)} test file(s) changed since {base}, but no "
+                "test function in them did; no gates file written"
+            )
+            return int(pytest.ExitCode.NO_TESTS_COLLECTED)
+        overlay = sorted({*test_files, *support_files(change, test_files, root)})
+        text = render_gates_file(
+            chosen, change=change, root=root, folder=out.parent, overlay=overlay
+        )
+        write_gates_file(out, text, force=force)
+    except InitError as exc:
+        tw.line(f"vgate-init: {exc}", red=True)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    shown = _shown(out, config.invocation_params.dir)
+    count = f"{len(chosen)} gate" + ("" if len(chosen) == 1 else "s")
+    tw.line(f"vgate-init: wrote {shown} ({count}, one per test added or changed since {base})")
+    tw.write(text)
+    tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
+    return int(pytest.ExitCode.OK)
+
+
+class _Writer:
+    """Plain lines on stdout: this runs before pytest's terminal reporter exists."""
+
+    def line(self, text: str, **_: Any) -> None:
+        self.write(text + "\n")
+
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _inside(path: str, root: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    top = Path(os.path.realpath(root))
+    return real == top or top in real.parents
+
+
+def _shown(path: Path, here: Path) -> str:
+    try:
+        return str(path.relative_to(here))
+    except ValueError:
+        return str(path)
+
+
+def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[CollectedTest], list[str]]:
+    """Collect ``files`` with pytest in a child process (the session's interpreter, the
+    project's own configuration); returns the tests and the collection errors."""
+    with tempfile.TemporaryDirectory(prefix="vgate-init-") as scratch:
+        target = Path(scratch) / "collected.json"
+        env = dict(os.environ)
+        env[PROBE_ENV] = str(target)
+        env[NESTED_ENV] = "1"  # ini-configured gates stay out of the child
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "pytest_vgate.init_plugin",
+            "-p",
+            "no:cacheprovider",
+            f"--rootdir={config.rootpath}",
+            *files,
+        ]
+        if config.inipath is not None:
+            argv[4:4] = ["-c", str(config.inipath)]
+        result = run_process(argv, cwd=config.rootpath, env=env, timeout=PROBE_TIMEOUT)
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            output = (result.stdout + result.stderr).strip()[-2000:]
+            what = result.spawn_error or f"exit {result.exit_code}"
+            return [], [f"pytest --collect-only on the changed test files ({what}):\n{output}"]
+    tests = [CollectedTest.from_dict(t) for t in data.get("tests", ())]
+    return tests, [str(e) for e in data.get("errors", ())]
+
+
+# -- the probe: active only in the child started by collect_tests -------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _spans(filename: str) -> dict[Any, tuple[int, int]]:
+    """Line spans (decorators included) of the functions and classes of a file, parsed once:
+    by first line for functions (``co_firstlineno``), by qualified name for classes."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(filename).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    spans: dict[Any, tuple[int, int]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                span = (first, node.end_lineno or node.lineno)
+                if isinstance(node, ast.ClassDef):
+                    spans[prefix + node.name] = span
+                    visit(node.body, f"{prefix}{node.name}.")
+                else:
+                    spans[first] = span
+                    spans[node.lineno] = span
+
+    visit(tree.body, "")
+    return spans
+
+
+def describe_item(item: pytest.Item) -> dict[str, Any] | None:
+    """What ``--vgate-init`` needs of one collected test, or None for other items.
+
+    The path is where the test's source is (an inherited test method lives in its base
+    class's file), so the diff is matched against the lines that define the test."""
+    import inspect
+
+    function = getattr(item, "function", None) or getattr(item, "obj", None)
+    code = getattr(inspect.unwrap(function), "__code__", None) if callable(function) else None
+    if code is None:
+        return None
+    filename = code.co_filename
+    start, end = _spans(filename).get(code.co_firstlineno, (code.co_firstlineno,) * 2)
+    cls = getattr(item, "cls", None)
+    class_start = class_end = 0
+    if cls is not None:
+        module = sys.modules.get(cls.__module__)
+        class_file = getattr(module, "__file__", None)
+        if class_file:
+            class_start, class_end = _spans(class_file).get(cls.__qualname__, (0, 0))
+            if os.path.realpath(class_file) != os.path.realpath(filename):
+                class_start = class_end = 0  # the class is elsewhere: its body is not ours
+    return CollectedTest(
+        nodeid=item.nodeid,
+        path=filename,
+        name=str(getattr(item, "originalname", None) or item.name.split("[", 1)[0]),
+        cls=cls.__name__ if cls is not None else None,
+        start=start,
+        end=end,
+        class_start=class_start,
+        class_end=class_end,
+        doc=inspect.getdoc(function) or "",
+    ).to_dict()
+
+
+class _Probe:
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.errors: list[str] = []
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.errors.append(f"{report.nodeid or report.fspath}: {report.longreprtext}")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        tests = [d for d in (describe_item(i) for i in session.items) if d is not None]
+        self.target.write_text(json.dumps({"tests": tests, "errors": self.errors}))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Loaded with ``-p`` in the child only: register the probe that writes the JSON."""
+    target = os.environ.get(PROBE_ENV)
+    if target:
+        config.pluginmanager.register(_Probe(Path(target)), "vgate-init-probe")

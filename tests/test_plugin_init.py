@@ -1,0 +1,207 @@
+"""End to end: `pytest --vgate-init BASE` writes gates that `--vgate-base BASE` proves.
+
+Real repositories (the bug/fix pair, and a real release pair of more-itertools built from
+its two sdists), real pytest sessions for the init and for the proof, plain and -n 2.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers.git_repo import BugFixRepo, git, make_bugfix_repo
+from helpers.release_pair import SDISTS, make_release_repo, sha256
+
+LEAN = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+RELEASE_PAIR = {
+    "more-itertools-9.0.0.tar.gz": "5a6257e40878ef0520b1803990e3e22303a41b5714006c32a3fd8304b26ea1ab",
+    "more-itertools-9.1.0.tar.gz": "cabaa341ad0389ea83c17a94566a53ae4c9d07349861ecb14dc6d0345cf9ac5d",
+}
+
+
+@pytest.fixture
+def bugfix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
+    repo = make_bugfix_repo(pytester.path)
+    # The project's own tests import `pkg` from the root, as its CI would configure.
+    (repo.root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    git(repo.repo, "commit", "-qam", "pythonpath")
+    monkeypatch.chdir(repo.root)
+    return repo
+
+
+def init(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*LEAN, "--vgate-init", *args)
+
+
+def prove(
+    pytester: pytest.Pytester, gates: str, base: str, *extra: str
+) -> tuple[pytest.RunResult, dict[str, object]]:
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        *LEAN,
+        "--vgate",
+        gates,
+        "--vgate-base",
+        base,
+        f"--vgate-report={report}",
+        "-m",
+        "vgate",
+        *extra,
+    )
+    return result, json.loads(report.read_text())
+
+
+def test_init_then_base_proves_the_new_test(
+    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+) -> None:
+    result = init(pytester, bugfix.bug_sha)
+    assert result.ret == 0, result.stdout.str()
+    out = result.stdout.str()
+    assert "wrote gates.yaml (1 gate," in out
+    assert "python -m pytest -q tests/test_fix.py::test_add" in out  # printed as well
+    assert "collected" not in out and "passed" not in out  # no test ran
+    data = yaml.safe_load((bugfix.root / "gates.yaml").read_text())
+    assert data["gates"] == [
+        {
+            "id": "test_add",
+            "claim": "add",
+            "check": "python -m pytest -q tests/test_fix.py::test_add",
+            "overlay": ["tests/test_fix.py"],
+        }
+    ]
+    proof, report = prove(pytester, "gates.yaml", bugfix.bug_sha, *dist_args)
+    assert proof.ret == 0, proof.stdout.str()
+    assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add", "proven")]  # type: ignore[index]
+
+
+def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    tests = bugfix.root / "tests"
+    (tests / "test_more.py").write_text(
+        textwrap.dedent(
+            '''\
+            import unittest
+
+            import pytest
+
+            from pkg.mathx import add, neg
+
+
+            class TestAdd:
+                def test_untouched(self):
+                    assert neg(1) == -1
+
+                def test_method(self):
+                    assert add(1, 1) == 2
+
+
+            @pytest.mark.parametrize("a", [1, 2])
+            def test_param(a):
+                assert add(a, 0) == a
+
+
+            class AddCase(unittest.TestCase):
+                def test_unittest(self):
+                    """Adding zero keeps the number."""
+                    self.assertEqual(add(5, 0), 5)
+            '''
+        )
+    )
+    git(bugfix.repo, "add", "-A")
+    git(bugfix.repo, "commit", "-qm", "more tests")
+    # Change some of them in the working tree: the body of one, the decorator of another.
+    text = (tests / "test_more.py").read_text()
+    text = text.replace("add(1, 1) == 2", "add(1, 2) == 3").replace("[1, 2]", "[1, 2, 3]")
+    (tests / "test_more.py").write_text(text + "\n\ndef helper():\n    return 1\n")
+    result = init(pytester, "HEAD", "--vgate-init-out", "ci/new-gates.yaml")
+    assert result.ret == 0, result.stdout.str()
+    data = yaml.safe_load((bugfix.root / "ci" / "new-gates.yaml").read_text())
+    assert data["root"] == ".."
+    assert [(g["id"], g["check"].split()[-1]) for g in data["gates"]] == [
+        ("TestAdd.test_method", "tests/test_more.py::TestAdd::test_method"),
+        ("test_param", "tests/test_more.py::test_param"),
+    ]
+    # Everything new since the bug: the fix's test and all four of these.
+    result = init(pytester, bugfix.bug_sha, "--vgate-init-out", "all.yaml")
+    data = yaml.safe_load((bugfix.root / "all.yaml").read_text())
+    by_id = {g["id"]: g for g in data["gates"]}
+    assert list(by_id) == [
+        "test_add",
+        "TestAdd.test_untouched",
+        "TestAdd.test_method",
+        "test_param",
+        "AddCase.test_unittest",
+    ]
+    assert by_id["AddCase.test_unittest"]["claim"] == "Adding zero keeps the number."
+    assert by_id["test_add"]["overlay"] == ["tests/test_fix.py", "tests/test_more.py"]
+
+
+def test_init_never_overwrites_without_force(pytester: pytest.Pytester, bugfix: BugFixRepo) -> None:
+    (bugfix.root / "gates.yaml").write_text("gates: []\n")
+    result = init(pytester, bugfix.bug_sha)
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*gates.yaml exists; pass --vgate-init-force*"])
+    assert (bugfix.root / "gates.yaml").read_text() == "gates: []\n"
+    result = init(pytester, bugfix.bug_sha, "--vgate-init-force")
+    assert result.ret == 0
+    assert "test_add" in (bugfix.root / "gates.yaml").read_text()
+
+
+def test_init_with_nothing_to_gate_writes_nothing(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    result = init(pytester, "HEAD")
+    assert result.ret == 5
+    result.stdout.fnmatch_lines(["*no test file changed since HEAD*no gates file written*"])
+    assert not (bugfix.root / "gates.yaml").exists()
+    bugfix.mathx.write_text(bugfix.mathx.read_text() + "\n")
+    bugfix.fix_test.write_text(bugfix.fix_test.read_text() + "\n# a comment\n")
+    result = init(pytester, "HEAD")
+    assert result.ret == 5
+    result.stdout.fnmatch_lines(["*test file(s) changed since HEAD, but no test function*"])
+
+
+def test_init_reports_a_bad_base_and_a_broken_test_module(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    result = init(pytester, "no-such-ref")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(["*--vgate-init 'no-such-ref' is not a commit*"])
+    (bugfix.root / "tests" / "test_broken.py").write_text("import nowhere_to_be_found\n")
+    result = init(pytester, bugfix.bug_sha)
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*could not collect*test_broken.py*", "*nowhere_to_be_found*"])
+    assert not (bugfix.root / "gates.yaml").exists()
+
+
+@pytest.fixture
+def release_pair(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """more-itertools 9.0.0 -> 9.1.0 as two commits, from the sdists shipped in tests/data."""
+    old, new = (SDISTS / name for name in RELEASE_PAIR)
+    for path in (old, new):
+        assert sha256(path) == RELEASE_PAIR[path.name], f"{path} is not the published sdist"
+    repo = make_release_repo(pytester.path, old, new)
+    monkeypatch.chdir(repo.root)
+    return repo.root
+
+
+@pytest.mark.slow
+def test_release_pair_gates_are_all_proven_without_editing(
+    pytester: pytest.Pytester, release_pair: Path
+) -> None:
+    """The acceptance: --vgate-init on a real release pair, then every gate is proven."""
+    result = init(pytester, "HEAD~1")
+    assert result.ret == 0, result.stdout.str()
+    gates = yaml.safe_load((release_pair / "gates.yaml").read_text())["gates"]
+    assert len(gates) == 13
+    assert {g["overlay"][0] for g in gates} == {"tests/test_more.py"}
+    assert "SplitAfterTest.test_max_split" in [g["id"] for g in gates]  # the bug fix's test
+    proof, report = prove(pytester, "gates.yaml", "HEAD~1", "-n", "2")
+    assert proof.ret == 0, proof.stdout.str()
+    statuses = {g["id"]: g["rbg"] for g in report["gates"]}  # type: ignore[index]
+    assert set(statuses.values()) == {"proven"}, statuses
+    assert len(statuses) == 13
