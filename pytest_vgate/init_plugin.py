@@ -178,7 +178,7 @@ def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[Collect
 # -- the probe: active only in the child started by collect_tests -------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _spans(filename: str) -> dict[Any, tuple[int, int]]:
     """Line spans (decorators included) of the functions and classes of a file, parsed once:
     by first line for functions (``co_firstlineno``), by qualified name for classes."""

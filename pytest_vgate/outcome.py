@@ -26,6 +26,7 @@ from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_check
 from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
+from pytest_vgate.why import explain
 
 if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree
@@ -305,11 +306,7 @@ def format_report(result: GateResult) -> str:
         if text.strip():
             lines.append(f"--- {name} ({total} bytes, last {TAIL_LINES} lines) ---")
             lines.append(_tail(text))
-    if result.base_verdict is not None:
-        b = result.base_verdict
-        lines.append(f"--- on the base: mode {b.mode.value}, exit {b.exit_code} ---")
-        if b.stderr.strip():
-            lines.append(_tail(b.stderr, 8))
+    lines.extend(explain(result.rbg, gate, result.base_verdict))
     return "\n".join(lines)
 
 

@@ -19,9 +19,9 @@ from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentItem, CitationDocumentNode, CitationItem
 from pytest_vgate.controller import Controller
-from pytest_vgate.init_plugin import add_init_options, run_init
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.extending import add_export_options, register_exporters
+from pytest_vgate.init_plugin import add_init_options, run_init
 from pytest_vgate.options import Settings, add_options, read_settings
 from pytest_vgate.session import RESOURCES, Resources, is_worker
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
@@ -198,8 +198,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for path in res.settings.gates_files:
         loaded = res.gates_files.get(path.resolve())
         shown = _rel(path, config.rootpath)
+        count = len(loaded.gates) if isinstance(loaded, GatesFile) else 0
         lines.append(
-            f"vgate: {shown} ({len(loaded.gates)} gates)"
+            f"vgate: {shown} ({count} gate{'' if count == 1 else 's'})"
             if isinstance(loaded, GatesFile)
             else f"vgate: {shown} (invalid: see collection errors)"
         )
@@ -208,6 +209,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
             lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}) at {tree.path}")
+    if not is_worker(config):
+        from pytest_vgate.header import origin_lines
+
+        lines.extend(origin_lines(config, res))
     if config.option.verbose > 0:
         for inventory in res.inventories.values():
             lines.extend(f"vgate tool: {line}" for line in inventory.summary_lines())

@@ -6,13 +6,16 @@ the same plain and under xdist.
 
 from __future__ import annotations
 
+import re
+import shutil
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from pytest_vgate.session import Resources
+from pytest_vgate.table import leading_sentences, table_rows, wrap
 from pytest_vgate.verdict import Mode
 
 MODE_ORDER = [m.value for m in Mode]
@@ -26,35 +29,72 @@ def write_summary(
     citations = [p for p in payloads.values() if p.get("kind") in CITATION_KINDS]
     if not gates and not citations and not res.warnings:
         return
+    width = terminal_width(tr)
     tr.write_sep("=", "vgate")
     if gates:
-        _write_gates(tr, gates)
-        _write_rbg(tr, gates, verbose=tr.config.option.verbose > 0)
+        ordered = sorted(gates.items(), key=lambda kv: file_order(kv[1], res))
+        _write_gates(tr, ordered, width)
+        _write_rbg(tr, ordered, width, verbose=tr.config.option.verbose > 0)
     for warning in res.warnings:
-        tr.write_line(f"vgate warning: {warning}", yellow=True)
+        for line in wrap(f"vgate warning: {warning}", width, subsequent="    "):
+            tr.write_line(line, yellow=True)
     if citations:
         _write_citations(tr, citations, res)
 
 
-def _write_gates(tr: pytest.TerminalReporter, gates: Mapping[str, Mapping[str, Any]]) -> None:
-    counts = Counter(str(p.get("mode")) for p in gates.values())
+def terminal_width(tr: pytest.TerminalReporter) -> int:
+    """The width pytest draws its separators with (``COLUMNS`` when set), at least 40."""
+    writer = getattr(tr, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    if not isinstance(width, int) or width <= 0:
+        width = shutil.get_terminal_size().columns
+    return max(width, 40)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def file_order(payload: Mapping[str, Any], res: Resources) -> tuple[int, str, int, str]:
+    """Gates-file order (then test-module order for verifiers), the same plain and under
+    xdist, where reports arrive in completion order."""
+    path, _, line = str(payload.get("source") or "").rpartition(":")
+    files = [str(p) for p in res.settings.gates_files]
+    rank = files.index(path) if path in files else len(files)
+    number = int(line) if line.isdigit() else 0
+    return rank, path, number, str(payload.get("nodeid") or payload.get("id") or "")
+
+
+def _write_gates(
+    tr: pytest.TerminalReporter, gates: Sequence[tuple[str, Mapping[str, Any]]], width: int
+) -> None:
+    counts = Counter(str(p.get("mode")) for _, p in gates)
     ordered = sorted(counts.items(), key=lambda kv: _mode_rank(kv[0]))
     tr.write_line(f"gates: {len(gates)} (" + ", ".join(f"{n} {mode}" for mode, n in ordered) + ")")
     failed = [
         (n, p)
-        for n, p in gates.items()
+        for n, p in gates
         if (not p.get("ok") and p.get("mode") != "judgment") or p.get("strict_failure")
     ]
     if failed:
         tr.write_line("failed gates:")
         for nodeid, p in failed:
             cause = f" ({p['cause']})" if p.get("cause") else ""
-            detail = _shorten(" ".join(str(p.get("detail") or p.get("rbg_reason") or "").split()))
-            tr.write_line(f"  {nodeid}: {p.get('mode')}{cause} - {detail}", red=True)
+            detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())
+            for line in hint_lines(f"{nodeid}: {p.get('mode')}{cause} - ", detail, width):
+                tr.write_line(line, red=True)
 
 
-def _shorten(text: str, width: int = 200) -> str:
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+HINT_LINES = 3  # lines a failed gate's hint may take in the summary (whole sentences)
+
+
+def hint_lines(head: str, text: str, width: int, indent: str = "  ") -> list[str]:
+    """``head`` and the leading whole sentences of ``text`` that fit in a few lines; when
+    some are left out, a pointer to the gate's own failure report, which has them all."""
+    budget = max(HINT_LINES * (width - len(indent) - 4) - len(head), 40)
+    kept, cut = leading_sentences(text, budget)
+    more = " (more in its failure report above)" if cut else ""
+    return wrap(head + kept + more, width, indent=indent, subsequent=indent + "    ")
 
 
 def _mode_rank(mode: str) -> int:
@@ -62,63 +102,77 @@ def _mode_rank(mode: str) -> int:
 
 
 def _write_rbg(
-    tr: pytest.TerminalReporter, gates: Mapping[str, Mapping[str, Any]], *, verbose: bool
+    tr: pytest.TerminalReporter,
+    gates: Sequence[tuple[str, Mapping[str, Any]]],
+    width: int,
+    *,
+    verbose: bool,
 ) -> None:
-    """One row per gate: its red evidence, its green run, status and cause.
-
-    With ``-v`` each row is followed by the reason its status was given.
-    """
-    rows = [(n, p) for n, p in gates.items() if p.get("rbg")]
+    """One row per gate and verifier, in gates-file order: its red evidence, the run now,
+    status and cause. With ``-v`` each row is followed by the reason for its status."""
+    rows = [(n, p) for n, p in gates if p.get("rbg") or p.get("kind") == "verifier"]
     if not rows:
         return
-    counts = Counter(str(p["rbg"]) for _, p in rows)
-    tr.write_line(
-        "red-before-green: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    )
-    header = ("gate", "red evidence", "green", "coverage", "status", "cause")
-    table = [header]
-    reasons = [""]
+    counts = Counter(str(p["rbg"]) for _, p in rows if p.get("rbg"))
+    trees = sorted({str(p["tree_label"]) for _, p in rows if p.get("tree_label")})
+    where = f" (now = {', '.join(trees)})" if trees else ""
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    for line in wrap(
+        f"red-before-green: {summary or 'no evidence'}{where}", width, subsequent="  "
+    ):
+        tr.write_line(line)
+    header = ("gate", "red evidence", "now", "coverage", "status", "cause")
+    table = []
     for nodeid, p in rows:
         table.append(
             (
                 str(p.get("id", nodeid)),
                 _red_text(p),
-                _green_text(p),
+                _now_text(p),
                 _coverage_text(p),
-                str(p["rbg"]),
+                str(p.get("rbg") or "-"),
                 str(p.get("cause") or "-"),
             )
         )
-        reasons.append(" ".join(str(p.get("rbg_reason") or "").split()))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row, reason in zip(table, reasons, strict=True):
-        tr.write_line(
-            "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        )
+    groups = table_rows(header, table, width)
+    for line in groups[0]:
+        tr.write_line(line)
+    for (_, p), group in zip(rows, groups[1:], strict=True):
+        for line in group:
+            tr.write_line(line)
+        reason = " ".join(str(p.get("rbg_reason") or "").split())
         if verbose and reason:
-            tr.write_line(f"      {reason}")
+            for line in wrap(reason, width, indent="      "):
+                tr.write_line(line)
 
 
-def _run_text(record: Mapping[str, Any]) -> str:
-    """Where a recorded run ran (tree, or ``base <ref>``), its exit code and when."""
+def _run_text(record: Mapping[str, Any], *, with_time: bool) -> str:
+    """Where a recorded run ran (tree, or ``base <ref>``), its exit code, and (for a record
+    of an earlier session) when."""
     tree_info = record.get("tree")
     tree = tree_info.get("label", "?") if isinstance(tree_info, Mapping) else "?"
-    label = f"base {record.get('base_ref')}" if record.get("where") == "base" else str(tree)
+    ref = str(record.get("base_ref"))
+    ref = ref[:10] if re.fullmatch(r"[0-9a-f]{40}", ref) else ref
+    label = f"base {ref}" if record.get("where") == "base" else str(tree)
     code = record.get("exit_code")
     outcome = f"exit {code}" if code is not None else str(record.get("mode"))
-    when = str(record.get("time") or "")[:19]
+    outcome = "passed" if outcome == "pass" else outcome
+    when = str(record.get("time") or "")[:16].replace("T", " ") if with_time else ""
     return f"{label} {outcome}" + (f" at {when}" if when else "")
 
 
 def _red_text(p: Mapping[str, Any]) -> str:
     """The red evidence; without one, what the base run did instead (never/weak red)."""
     red = p.get("red")
+    this_session = {str(r.get("time")) for r in p.get("records") or () if isinstance(r, Mapping)}
     if isinstance(red, Mapping):
-        return _run_text(red)
+        return _run_text(red, with_time=str(red.get("time")) not in this_session)
     for record in p.get("records") or ():
         if isinstance(record, Mapping) and record.get("where") == "base":
-            not_red = "passed" if record.get("mode") == "pass" else "not a genuine red"
-            return f"{_run_text(record)} ({not_red})"
+            text = _run_text(record, with_time=False)
+            if record.get("mode") == "pass":
+                return text if text.endswith("passed") else f"{text} (passed)"
+            return f"{text} (not a genuine red)"
     return "-"
 
 
@@ -128,10 +182,14 @@ def _coverage_text(p: Mapping[str, Any]) -> str:
     return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
 
 
-def _green_text(p: Mapping[str, Any]) -> str:
-    tree = p.get("tree_label") or "this tree"
+def _now_text(p: Mapping[str, Any]) -> str:
+    """The run on the current tree: what it did, not what the gate was judged."""
     code = p.get("exit_code")
-    return f"{tree} " + (f"exit {code}" if code is not None else str(p.get("mode")))
+    green = p.get("green")
+    mode = green.get("mode") if isinstance(green, Mapping) else p.get("mode")
+    if code is not None:
+        return f"exit {code}"
+    return str(mode or "-")
 
 
 def _write_citations(

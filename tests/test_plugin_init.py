@@ -16,9 +16,13 @@ from helpers.git_repo import BugFixRepo, git, make_bugfix_repo
 from helpers.release_pair import SDISTS, make_release_repo, sha256
 
 LEAN = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-RELEASE_PAIR = {
-    "more-itertools-9.0.0.tar.gz": "5a6257e40878ef0520b1803990e3e22303a41b5714006c32a3fd8304b26ea1ab",
-    "more-itertools-9.1.0.tar.gz": "cabaa341ad0389ea83c17a94566a53ae4c9d07349861ecb14dc6d0345cf9ac5d",
+RELEASE_PAIR = {  # sha256 as published on PyPI
+    "more-itertools-9.0.0.tar.gz": (
+        "5a6257e40878ef0520b1803990e3e22303a41b5714006c32a3fd8304b26ea1ab"
+    ),
+    "more-itertools-9.1.0.tar.gz": (
+        "cabaa341ad0389ea83c17a94566a53ae4c9d07349861ecb14dc6d0345cf9ac5d"
+    ),
 }
 
 

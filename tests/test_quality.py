@@ -24,6 +24,8 @@ PYTEST_LAYER = {
     "hookspecs.py",
     "extending.py",
     "guard.py",
+    "init_plugin.py",
+    "header.py",
 }
 
 

@@ -17,12 +17,9 @@ from helpers.git_repo import git
 
 SDISTS = Path(__file__).resolve().parents[1] / "data" / "sdists"
 
-# more-itertools 10.0.0 -> 10.1.0 (MIT): 10.1.0 adds takewhile_inclusive and
-# outer_product and fixes zip_broadcast, each with new tests.
-MORE_ITERTOOLS = {
-    "old": ("more-itertools-10.0.0.tar.gz", ""),
-    "new": ("more-itertools-10.1.0.tar.gz", ""),
-}
+# more-itertools 9.0.0 -> 9.1.0 (MIT licensed, as published on PyPI): 9.1.0 fixes
+# split_after's maxsplit and adds iter_index, transpose, matmul, factor and gray_product,
+# each with new tests.
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,119 @@
+"""Say why a gate is not proven: the base run's command, exit code, decisive output lines,
+and one sentence on what to do. Pure core; generic over red-before-green statuses, so a
+status added later (``disconnected``, ``flaky``) gets the base run's facts too."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+
+from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.verdict import Mode, Verdict
+
+DECISIVE_LIMIT = 6
+# Lines that say why a run ended: pytest's `E   ` lines, errors, "no tests ran", missing
+# files or node ids, and interpreter tracebacks' last words.
+_DECISIVE = re.compile(
+    r"^E\s{2,}\S"
+    r"|\b\w*(Error|Exception)\b:?"
+    r"|no tests ran|not found|No such file|no match|cannot import|Interrupted"
+    r"|^ERROR\b|^FAILED\b|\bfailed\b.*\bin \d",
+)
+_IMPORT = re.compile(r"(ModuleNotFoundError|ImportError)\b.*?(?:named|name)\s+'([^']+)'")
+_QUIET = {"proven", "regression", "unproven"}  # statuses that need no base explanation
+
+
+def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> list[str]:
+    """The lines of a run's output that say how it ended; the last lines when none match."""
+    rows = [r.rstrip() for r in (stderr + "\n" + stdout).splitlines() if r.strip()]
+    picked: list[str] = []
+    for row in rows:
+        if _DECISIVE.search(row) and row not in picked:
+            picked.append(row)
+    if not picked:
+        picked = rows[-3:]
+    return [r if len(r) <= 300 else r[:299] + "…" for r in picked[-limit:]]
+
+
+def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:
+    """One sentence: what to change so the gate can be proven."""
+    text = "\n".join(lines)
+    pytest_like = any("pytest" in part for part in gate.argv[:3])
+    if status == "never-red":
+        return (
+            "The check passes on the base too: make it test what the change fixed or added "
+            "(assert the new behaviour), or declare it `red: not-required` if it only guards "
+            "against regressions."
+        )
+    if status == "disconnected":
+        return (
+            "Neither run executed the changed lines: point the check at the code the change "
+            "touched, or drop the gate."
+        )
+    if status == "flaky":
+        return (
+            "The runs disagree with each other: make the check deterministic (seeds, time, "
+            "order) before it can prove anything."
+        )
+    if base.mode is Mode.TIMEOUT:
+        return "The base run timed out: give the gate a longer `timeout` or a faster check."
+    if base.mode in (Mode.UNAVAILABLE, Mode.CRASH) or base.exit_code in (126, 127):
+        return (
+            "The check could not start on the base: pin the tool it needs in `tools` or "
+            ".toolchain/bin, or run it through `python -m`."
+        )
+    missing = _IMPORT.search(text)
+    if missing:
+        return (
+            f"The base run could not import {missing.group(2)!r}: if it is new test code, add "
+            "its file to `overlay`; a test should import only what the base has and fail "
+            "inside the test, not at import."
+        )
+    if pytest_like and (base.exit_code in (4, 5) or "not found" in text or "no tests ran" in text):
+        if not gate.overlay:
+            return (
+                "The test does not exist on the base: add its file to the gate's `overlay` "
+                "(e.g. `overlay: [tests/]`) so the base run has it."
+            )
+        return (
+            "pytest found no such test on the base although the overlay carries "
+            f"{', '.join(gate.overlay)}: fix the node id in the check, or add the file that "
+            "defines the test to `overlay`."
+        )
+    if gate.type is GateType.PYTHON:
+        return (
+            "The verifier did not answer on the base (see its checks above): make it fail "
+            "with `Outcome.failed(...)` when the change is missing, not raise."
+        )
+    if pytest_like and base.exit_code == 2:
+        return (
+            "pytest was interrupted on the base (a collection error): make the test module "
+            "import cleanly there, or carry what it needs in `overlay`."
+        )
+    return "See the base run's output above: it failed, but not as an answer to the change."
+
+
+def explain(status: str | None, gate: Gate, base: Verdict | None) -> list[str]:
+    """The lines a failure report shows about the base run; none for a proven gate."""
+    if base is None:
+        return []
+    head = f"--- on the base: mode {base.mode.value}, exit {base.exit_code} ---"
+    lines = [head]
+    command = base.command or gate.argv
+    if command:
+        lines.append(f"base command: {shlex.join(command)}")
+    if base.detail and base.detail not in (base.stdout, base.stderr):
+        lines.append(f"base detail:  {base.detail}")
+    for check in base.checks:
+        lines.append(
+            f"  base check {check.name}: {check.mode.value}"
+            + (f" - {check.detail}" if check.detail else "")
+        )
+    decisive = decisive_lines(base.stdout, base.stderr)
+    if decisive:
+        lines.append("base output (decisive lines):")
+        lines.extend(f"  {row}" for row in decisive)
+    if status and status not in _QUIET:
+        lines.append(f"what to do: {advice(status, gate, base, decisive)}")
+    return lines
