@@ -93,6 +93,8 @@ def hint_lines(head: str, text: str, width: int, indent: str = "  ") -> list[str
     some are left out, a pointer to the gate's own failure report, which has them all."""
     budget = max(HINT_LINES * (width - len(indent) - 4) - len(head), 40)
     kept, cut = leading_sentences(text, budget)
+    if cut and kept.endswith(";"):
+        kept = kept[:-1] + "."
     more = " (more in its failure report above)" if cut else ""
     return wrap(head + kept + more, width, indent=indent, subsequent=indent + "    ")
 
