@@ -134,7 +134,7 @@ def test_ini_twin_and_no_vgate(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nvgate = gates.yaml\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["vgate: gates.yaml (1 gates)", "*gates.yaml::a PASSED*"])
+    result.stdout.fnmatch_lines(["vgate: gates.yaml (1 gate)", "*gates.yaml::a PASSED*"])
     disabled = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:vgate")
     # Without the plugin the ini key is unknown and nothing is collected.
     assert disabled.ret == 5, disabled.stdout.str()
