@@ -35,9 +35,8 @@ def write_summary(
         ordered = sorted(gates.items(), key=lambda kv: file_order(kv[1], res))
         _write_gates(tr, ordered, width)
         _write_rbg(tr, ordered, width, verbose=tr.config.option.verbose > 0)
-    for warning in res.warnings:
-        for line in wrap(f"vgate warning: {warning}", width, subsequent="    "):
-            tr.write_line(line, yellow=True)
+    for warning in res.warnings:  # one line each: paths in them stay whole for copying
+        tr.write_line(f"vgate warning: {warning}", yellow=True)
     if citations:
         _write_citations(tr, citations, res)
 

@@ -217,6 +217,7 @@ def test_ledger_route_red_then_green(
 ) -> None:
     repo = make_bugfix_repo(pytester.path, subdir="proj")  # gates root below the repo top
     monkeypatch.chdir(repo.root)
+    monkeypatch.setenv("COLUMNS", "200")  # each table row on one line (summary_row)
     report = pytester.path / "report.json"
     ledger = repo.root / ".vgate" / "ledger.jsonl"
     write_gates(repo.root, ledger_gates("add works", ""))
@@ -284,8 +285,9 @@ gates:
 
 
 def test_corrupted_ledger_warns_and_keeps_what_parses(
-    bugfix: BugFixRepo, pytester: pytest.Pytester
+    bugfix: BugFixRepo, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # each table row on one line (summary_row)
     write_gates(bugfix.root, CHEAP_GATES)
     ledger = bugfix.root / ".vgate" / "ledger.jsonl"
     bugfix.reintroduce_bug()
