@@ -129,7 +129,12 @@ def changed_lines(where: Path, base: str) -> Change:
             f"--vgate-init {base!r} is not a commit in {top}; check `git rev-parse {base}` "
             "(a shallow clone may need `git fetch --deepen`)"
         )
-    diff = _git(["diff", "--no-color", "--no-ext-diff", "-U0", sha, "--"], top)
+    diff = _git(
+        # Fixed prefixes and no textconv: whatever the user's diff configuration says.
+        ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
+         "--dst-prefix=b/", "-U0", sha, "--"],
+        top,
+    )  # fmt: skip
     lines: dict[str, set[int]] = {}
     current: set[int] | None = None
     for row in diff.splitlines():
@@ -171,10 +176,13 @@ def is_test_file(path: str, patterns: Iterable[str]) -> bool:
 def support_files(change: Change, test_files: Iterable[str], root: Path) -> list[str]:
     """Changed files a new test may need on the base: ``conftest.py`` files, and files in a
     test file's own folder (or below it) unless that folder is the root itself."""
-    folders = {Path(f).parent for f in test_files} - {Path(os.path.realpath(root))}
+    top = Path(os.path.realpath(root))
+    folders = {Path(f).parent for f in test_files} - {top}
     found = []
     for path in change.files:
         p = Path(path)
+        if top not in Path(os.path.realpath(p)).parents:
+            continue  # only files of the gates root can be carried
         if p.name == "conftest.py" or any(d == p.parent or d in p.parents for d in folders):
             found.append(path)
     return found

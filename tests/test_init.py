@@ -170,3 +170,13 @@ def test_a_root_elsewhere_is_written_relative(tmp_path: Path) -> None:
 )
 def test_test_files_are_found_by_python_files(path: str, expected: bool) -> None:
     assert is_test_file(path, ["test_*.py", "*_test.py"]) is expected
+
+
+@pytest.mark.parametrize("setting", ["diff.noprefix", "diff.mnemonicPrefix"])
+def test_the_users_diff_configuration_does_not_change_the_reading(
+    tmp_path: Path, setting: str
+) -> None:
+    repo = make_bugfix_repo(tmp_path)
+    git(repo.repo, "config", setting, "true")
+    change = changed_lines(repo.root, repo.bug_sha)
+    assert str(repo.fix_test) in change.lines

@@ -93,6 +93,20 @@ def test_toolchain_tool_preferred_over_path_decoy(root: Path, tmp_path: Path) ->
     assert not decoy.ran
 
 
+@pytest.mark.parametrize("name", ["python", "python3"])
+def test_python_is_the_sessions_interpreter_unless_pinned(
+    root: Path, tmp_path: Path, name: str
+) -> None:
+    """A `python` first on PATH (another interpreter, a decoy) is not what checks run."""
+    decoy = path_decoy(tmp_path / "decoy-bin", name, exit_code=3)
+    entry = resolve_tool(name, root=root, path_env=path_env(decoy.path.parent))
+    assert (entry.source, entry.path) == (ToolSource.SESSION, sys.executable)
+    assert entry.sha256 == sha256_of(Path(sys.executable))
+    pinned = toolchain_tool(root, name, exit_code=0)
+    entry = resolve_tool(name, root=root, path_env=path_env(decoy.path.parent))
+    assert (entry.source, entry.path) == (ToolSource.TOOLCHAIN, str(pinned.path))
+
+
 def test_path_used_when_not_pinned(root: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
