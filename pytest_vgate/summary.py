@@ -50,10 +50,6 @@ def terminal_width(tr: pytest.TerminalReporter) -> int:
     return max(width, 40)
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def file_order(payload: Mapping[str, Any], res: Resources) -> tuple[int, str, int, str]:
     """Gates-file order (then test-module order for verifiers), the same plain and under
     xdist, where reports arrive in completion order."""
