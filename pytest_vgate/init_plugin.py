@@ -97,8 +97,8 @@ def run_init(config: pytest.Config) -> int:
         chosen = select_tests(collected, change)
         if not chosen:
             tw.line(
-                f"vgate-init: {len(test_files)} test file(s) changed since {base}, but no "
-                "test function in them did; no gates file written"
+                f"vgate-init: {_count(len(test_files), 'test file')} changed since {base}, "
+                "but no test function in them did; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
         overlay = sorted({*test_files, *support_files(change, test_files, root)})
@@ -110,11 +110,17 @@ def run_init(config: pytest.Config) -> int:
         tw.line(f"vgate-init: {exc}", red=True)
         return int(pytest.ExitCode.USAGE_ERROR)
     shown = _shown(out, config.invocation_params.dir)
-    count = f"{len(chosen)} gate" + ("" if len(chosen) == 1 else "s")
-    tw.line(f"vgate-init: wrote {shown} ({count}, one per test added or changed since {base})")
+    tw.line(
+        f"vgate-init: wrote {shown} ({_count(len(chosen), 'gate')}, one per test added or "
+        f"changed since {base})"
+    )
     tw.write(text)
     tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
     return int(pytest.ExitCode.OK)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 class _Writer:

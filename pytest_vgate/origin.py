@@ -114,7 +114,8 @@ def import_warnings(
             )
         elif not _inside(where, tree):
             whose = (
-                "the current tree (an editable install of it), so they test the new code"
+                "the current tree (an editable install or a path pointing there), so they test "
+                "the new code"
                 if current_tree is not None and _inside(where, current_tree)
                 else "outside this tree (an installed copy?)"
             )

@@ -97,7 +97,7 @@ def test_header_warns_separately_for_the_base_worktree(
     assert "vgate: WARNING: checks import" not in header
     assert re.search(
         r"vgate: WARNING: red runs on base HEAD import shapes from .*proj/src/shapes/"
-        r"__init__.py, the current tree \(an editable install of it\)",
+        r"__init__.py, the current tree \(an editable install or a path pointing there\)",
         header,
     ), header
 

@@ -166,7 +166,7 @@ def test_init_with_nothing_to_gate_writes_nothing(
     bugfix.fix_test.write_text(bugfix.fix_test.read_text() + "\n# a comment\n")
     result = init(pytester, "HEAD")
     assert result.ret == 5
-    result.stdout.fnmatch_lines(["*test file(s) changed since HEAD, but no test function*"])
+    result.stdout.fnmatch_lines(["*1 test file changed since HEAD, but no test function*"])
 
 
 def test_init_reports_a_bad_base_and_a_broken_test_module(
