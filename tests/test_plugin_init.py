@@ -209,3 +209,12 @@ def test_release_pair_gates_are_all_proven_without_editing(
     statuses = {g["id"]: g["rbg"] for g in report["gates"]}  # type: ignore[index]
     assert set(statuses.values()) == {"proven"}, statuses
     assert len(statuses) == 13
+
+
+def test_init_options_are_in_help_and_documented(pytester: pytest.Pytester) -> None:
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    pages = (docs / "quickstart.md").read_text() + (docs / "options.md").read_text()
+    for option in ("--vgate-init", "--vgate-init-out", "--vgate-init-force"):
+        assert option in help_text, option
+        assert f"`{option}" in pages, option
