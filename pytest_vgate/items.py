@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,11 +119,7 @@ class GateItem(VgateItem):
             isolation=res.settings.isolation,
         )
         base_root = res.base_root_for(self.gate)
-        base_ctx = (
-            replace(ctx, root=base_root, sys_path=rebase_paths(sys_path, self.gate.root, base_root))
-            if base_root is not None
-            else None
-        )
+        base_ctx = replace(ctx, root=base_root) if base_root is not None else None
         payload = evaluate_gate(
             self.gate,
             ctx,
@@ -142,21 +137,6 @@ class GateItem(VgateItem):
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.path, max(self.gate.line - 1, 0), f"vgate: {self.gate.id}"
-
-
-def rebase_paths(paths: tuple[str, ...], tree: Path, base: Path) -> tuple[str, ...]:
-    """``sys.path`` for a red run: entries inside the current tree (``pythonpath = .``,
-    rootdir insertion) point into the base worktree instead, so a verifier on the base
-    imports the base's code, not the new code."""
-    top = os.path.realpath(tree)
-    moved = []
-    for entry in paths:
-        real = os.path.realpath(entry or os.curdir)
-        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
-            moved.append(str(base / os.path.relpath(real, top)))
-        else:
-            moved.append(entry)
-    return tuple(moved)
 
 
 class VerifierItem(VgateItem):
