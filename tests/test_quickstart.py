@@ -45,7 +45,7 @@ def shown_block(after: str) -> str:
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "80"}
+    env = {**os.environ, "COLUMNS": "100"}  # the width of the page's output blocks
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
 
@@ -78,7 +78,8 @@ def test_the_quickstart_runs_as_written_and_proves_the_gate(tmp_path: Path) -> N
     row = shown_block("=====").splitlines()[-1].split()
     assert row[0] in prove_out and "proven" in row
     assert re.search(
-        r"test_collapses_repeated_separators\s+base HEAD~1 exit 1\s+exit 0\s+proven", prove_out
+        r"test_collapses_repeated_separators\s+base HEAD~1 exit 1\s+exit 0\s+covers\s+proven",
+        prove_out,
     )
 
 
