@@ -35,6 +35,8 @@ _HELP = {
     "vgate_isolation": "how checks are contained: auto (a private PID namespace where the "
     "platform allows it, else the best available), strict (a check without a private PID "
     "namespace fails with mode sandbox), off (process group only); default auto",
+    "vgate_only": "collect only the gates files and documents (not the ordinary tests), so "
+    "a broken test module cannot abort the gates",
 }
 
 
@@ -129,6 +131,13 @@ def add_options(parser: pytest.Parser) -> None:
         help=_HELP["vgate_isolation"],
     )
     parser.addini("vgate_isolation", _HELP["vgate_isolation"], default="")
+    group.addoption(
+        "--vgate-only",
+        dest="vgate_only",
+        action="store_true",
+        default=None,
+        help=_HELP["vgate_only"],
+    )
     parser.addini("vgate", _INI_HELP["vgate"], type="paths", default=[])
     parser.addini("vgate_cite", _INI_HELP["vgate_cite"], type="paths", default=[])
     parser.addini("vgate_base", _HELP["vgate_base"], default="")
@@ -140,6 +149,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("vgate_ledger", _HELP["vgate_ledger"], default="")
     parser.addini("vgate_report", _HELP["vgate_report"], default="")
     parser.addini("vgate_fix", _HELP["vgate_fix"], type="bool", default=False)
+    parser.addini("vgate_only", _HELP["vgate_only"], type="bool", default=False)
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,7 @@ class Settings:
     nested: bool = False  # inside a check: every gates file and document is ignored
     coverage: str = "auto"
     repeat: int = 1
+    only: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -314,4 +325,5 @@ def read_settings(config: pytest.Config) -> Settings:
         fix=_flag(config, "vgate_fix"),
         coverage=_coverage(config),
         repeat=_repeat(config),
+        only=_flag(config, "vgate_only"),
     )

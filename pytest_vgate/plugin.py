@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate import collection as _collection
 from pytest_vgate import guard
 from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
-from pytest_vgate.citation_items import CitationDocumentItem, CitationDocumentNode, CitationItem
+from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
+from pytest_vgate.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
 from pytest_vgate.extending import add_export_options, register_exporters
 from pytest_vgate.init_plugin import add_init_options, run_init
 from pytest_vgate.options import Settings, add_options, read_settings
@@ -71,8 +73,11 @@ def pytest_configure(config: pytest.Config) -> None:
                     f"pytest-vgate: {path} is not a regular file (a named pipe, socket or "
                     "device); it is not read: name a gates file or a document"
                 )
-        _add_collection_args(config, settings)
+        _collection.restrict_args(config, settings)
         loaded = _load_quietly(res)
+    config.pluginmanager.register(
+        VerdictGuard(config, worker=is_worker(config)), "vgate-verdict-guard"
+    )
     if is_worker(config):
         _adopt_controller_resources(config, res)
     else:
@@ -97,7 +102,36 @@ def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, .
     return tuple((base / str(p)).resolve() for p in given if p)
 
 
-IDLE_OPTIONS = ("vgate_base", "vgate_require_red", "vgate_strict", "vgate_fix", "vgate_ledger")
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    """A root conftest that calls ``sys.exit(0)`` would end the session with exit 0 before
+    any gate ran: with gates asked for, that is a usage error, not a green session."""
+    try:
+        return (yield)
+    except SystemExit as exc:
+        if exc.code in (None, 0) and _gates_requested(early_config):
+            raise pytest.UsageError(
+                f"pytest-vgate: a conftest called sys.exit({exc.code}) while pytest loaded it; "
+                "the session ended before any gate ran"
+            ) from None
+        raise
+
+
+def _gates_requested(config: pytest.Config) -> bool:
+    known = config.known_args_namespace
+    if getattr(known, "vgate", None) or getattr(known, "vgate_cite", None):
+        return True
+    return bool(config.getini("vgate") or config.getini("vgate_cite"))
+
+
+IDLE_OPTIONS = (
+    "vgate_base",
+    "vgate_require_red",
+    "vgate_strict",
+    "vgate_fix",
+    "vgate_ledger",
+    "vgate_only",
+)
 
 
 def _warn_about_idle_options(config: pytest.Config, settings: Settings) -> None:
@@ -113,14 +147,6 @@ def _warn_about_idle_options(config: pytest.Config, settings: Settings) -> None:
             ),
             stacklevel=2,
         )
-
-
-def _add_collection_args(config: pytest.Config, settings: Settings) -> None:
-    """Make gates files and cited documents collection arguments, so they collect natively."""
-    present = {Path(str(arg).split("::")[0]).resolve() for arg in config.args}
-    for path in (*settings.gates_files, *settings.cite_files):
-        if path not in present:
-            config.args.append(str(path))
 
 
 def _load_quietly(res: Resources) -> list[GatesFile]:
@@ -180,12 +206,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     res = parent.config.stash.get(RESOURCES, None)
     if res is None or not res.settings.enabled:
         return None
-    resolved = file_path.resolve()
-    if resolved in res.settings.gates_files:
-        return _items.GatesFileNode.from_parent(parent, path=file_path)
-    if resolved in res.settings.cite_files:
-        return CitationDocumentNode.from_parent(parent, path=file_path)
-    return None
+    return _collection.node_for(file_path, parent, res)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Gates files and documents join the items before anything selects or deselects."""
+    res = session.config.stash.get(RESOURCES, None)
+    if res is not None and res.settings.enabled:
+        _collection.add_items(session, items, res)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -243,6 +272,7 @@ def pytest_pycollect_makeitem(
         line=code.co_firstlineno if code else 0,
     )
     item.add_marker(_items.MARKER)
+    setattr(item, SOURCE_MARKS, source_marks(obj, item))
     return item
 
 

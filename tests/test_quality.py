@@ -26,6 +26,8 @@ PYTEST_LAYER = {
     "guard.py",
     "init_plugin.py",
     "header.py",
+    "collection.py",
+    "exit_status.py",
 }
 
 

@@ -1,0 +1,316 @@
+"""The session's exit status follows the verdicts, whatever else changed pytest's reports.
+
+pytest derives its exit status from its reports, and markers (``xfail``, ``skip``), hooks
+(a ``pytest_runtest_makereport`` wrapper that flips ``report.outcome``, a
+``pytest_sessionfinish`` that resets ``session.exitstatus``) and ``pytest.exit(returncode=0)``
+can all change those. The verdict of a gate cannot be changed that way: it rides on the
+report as ``report.vgate`` and is judged here. Every selected vgate item must end with a
+verdict that is ok (or a skip the plugin made itself: ``judgment``, or a ``skip`` marker
+its author wrote on a ``@verifier`` in the test module); otherwise the session exits 1 and
+the summary names the item and what overrode it. Deselection (``-k``, ``-m``,
+``--deselect``) stays the legal way not to run a gate, and is shown, not hidden.
+
+One ``VerdictGuard`` per process: on xdist workers it only watches collection and sends
+what was selected (``workeroutput``); on the controller it also reads the reports and
+sets the exit status, last (an outermost wrapper of ``pytest_sessionfinish`` and of
+``pytest_unconfigure``, which pytest runs just before it returns the status).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
+from pytest_vgate.items import VerifierItem, VgateItem
+
+SELECTION_KEY = "vgate_selection"
+SKIP_ATTRIBUTE = "vgate_skip"
+SOURCE_MARKS = "vgate_source_marks"
+DESELECTING_OPTIONS = ("-k", "-m", "--deselect")
+
+
+def is_vgate_item(item: pytest.Item) -> bool:
+    return isinstance(item, (VgateItem, CitationItem, CitationDocumentItem))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A selected vgate item whose run did not end with an ok verdict that pytest shows."""
+
+    nodeid: str
+    what: str
+
+
+@dataclass
+class Selection:
+    """What collection selected, in collection order; the same on every xdist worker."""
+
+    selected: list[str] = field(default_factory=list)
+    deselected: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # dropped without pytest_deselected
+
+    def merge(self, data: dict[str, Any]) -> None:
+        for name in ("selected", "deselected", "removed"):
+            mine = getattr(self, name)
+            mine.extend(n for n in data.get(name, ()) if n not in mine)
+
+
+class VerdictGuard:
+    def __init__(self, config: pytest.Config, *, worker: bool) -> None:
+        self.config = config
+        self.worker = worker
+        self.collected: dict[str, None] = {}
+        self.deselected: dict[str, None] = {}
+        self.selection = Selection()
+        self.outcomes: dict[str, str] = {}  # nodeid -> what pytest's reports say
+        self.verdicts: dict[str, dict[str, Any]] = {}
+        self.skips: dict[str, dict[str, Any]] = {}
+        self.findings: list[Finding] = []
+        self.session: pytest.Session | None = None
+
+    # -- collection (every process) -------------------------------------------------------
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        if is_vgate_item(item):
+            self.collected[item.nodeid] = None
+
+    def pytest_deselected(self, items: Iterable[pytest.Item]) -> None:
+        self.deselected.update((i.nodeid, None) for i in items if is_vgate_item(i))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        selected = [i.nodeid for i in session.items if is_vgate_item(i)]
+        chosen = set(selected) | set(self.deselected)
+        data = {
+            "selected": selected,
+            "deselected": list(self.deselected),
+            "removed": [n for n in self.collected if n not in chosen],
+        }
+        if self.worker:
+            self.config.workeroutput[SELECTION_KEY] = data  # type: ignore[attr-defined]
+        else:
+            self.selection.merge(data)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.skipped and call.when == "setup" and is_vgate_item(item):
+            setattr(report, SKIP_ATTRIBUTE, skip_info(item, report))
+        return report
+
+    # -- the controller ---------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        data = getattr(node, "workeroutput", {}).get(SELECTION_KEY)
+        if isinstance(data, dict):
+            self.selection.merge(data)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.worker:
+            return
+        nodeid = report.nodeid
+        payload = getattr(report, "vgate", None)
+        if isinstance(payload, dict) and payload.get("kind") != "test":
+            self.verdicts[nodeid] = payload
+        skip = getattr(report, SKIP_ATTRIBUTE, None)
+        if isinstance(skip, dict):
+            self.skips[nodeid] = skip
+        before = self.outcomes.get(nodeid)
+        if report.failed:
+            self.outcomes[nodeid] = "failed" if report.when == "call" else "error"
+        elif before in ("failed", "error"):
+            return
+        elif hasattr(report, "wasxfail"):
+            self.outcomes[nodeid] = "xfailed" if report.skipped else "xpassed"
+        elif report.skipped or report.when == "call" or before is None:
+            self.outcomes[nodeid] = report.outcome
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        self.session = session
+        if not self.worker and not self.config.option.collectonly:
+            self.findings = self.judge(session)
+        self._enforce()
+        try:
+            return (yield)
+        finally:
+            self._enforce()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_unconfigure(self) -> Generator[None, None, None]:
+        try:
+            return (yield)
+        finally:
+            self._enforce()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        write_findings(terminalreporter, self)
+
+    def _enforce(self) -> None:
+        if self.worker or self.session is None or not self.red:
+            return
+        if self.session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @property
+    def red(self) -> bool:
+        """Some verdict is not ok, or some gate has none: whatever pytest's reports say."""
+        return bool(self.findings) or any(not verdict_ok(v) for v in self.verdicts.values())
+
+    def judge(self, session: pytest.Session) -> list[Finding]:
+        findings = []
+        stopped = session.shouldstop or session.shouldfail
+        for nodeid in self.selection.selected:
+            what = self._judge_one(nodeid, stopped)
+            if what:
+                findings.append(Finding(nodeid, what))
+        findings.extend(
+            Finding(n, "removed from the collection without being deselected (by a hook)")
+            for n in self.selection.removed
+        )
+        channel = env_deselection()
+        if channel and self.selection.deselected:
+            findings.extend(
+                Finding(n, f"deselected through PYTEST_ADDOPTS ({channel}), out of sight")
+                for n in self.selection.deselected
+            )
+        return findings
+
+    def _judge_one(self, nodeid: str, stopped: bool | str) -> str | None:
+        outcome = self.outcomes.get(nodeid)
+        verdict = self.verdicts.get(nodeid)
+        if verdict is not None:
+            if verdict_ok(verdict) or outcome in ("failed", "error"):
+                return None  # ok, or a failure pytest counts itself
+            mode = verdict.get("mode") or verdict.get("status")
+            return f"verdict {mode}, but pytest reported it {outcome}: {overrider(outcome)}"
+        skip = self.skips.get(nodeid)
+        if skip is not None and skip.get("legal"):
+            return None
+        if outcome in ("failed", "error"):
+            return None  # an error pytest counts itself (setup, teardown)
+        if outcome is None:
+            why = f"the session stopped first ({stopped})" if stopped else "a hook kept it from"
+            return f"never ran: no report reached pytest-vgate ({why} running)"
+        if outcome == "skipped" and skip is not None:
+            return f"no verdict: skipped by a marker or hook, not by its gate ({skip['reason']})"
+        return f"no verdict, but pytest reported it {outcome}: {overrider(outcome)}"
+
+
+def verdict_ok(payload: dict[str, Any]) -> bool:
+    """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
+    if payload.get("strict_failure"):
+        return False
+    if payload.get("mode") == "judgment":
+        return True
+    if "ok" in payload:
+        return bool(payload["ok"])
+    return payload.get("status") == "verified"
+
+
+def overrider(outcome: str | None) -> str:
+    return {
+        "xfailed": "an xfail marker",
+        "xpassed": "an xfail marker",
+        "passed": "a hook rewrote its report",
+        "skipped": "a skip (marker, hook or pytest.skip) outside its run",
+    }.get(str(outcome), "its report was changed")
+
+
+def skip_info(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any]:
+    """Whether a skip before the run is the author's own ``skip``/``skipif`` on a verifier.
+
+    Legal only for a ``@verifier`` in a test module, when every skip marker on the item
+    was written in that module (on the function, its class or ``pytestmark``) and the
+    skip's reason is one of theirs; a marker added by a conftest or hook is not.
+    """
+    reason = _skip_reason(report)
+    source: list[pytest.Mark] = getattr(item, SOURCE_MARKS, [])
+    marks = [*item.iter_markers("skip"), *item.iter_markers("skipif")]
+    legal = (
+        isinstance(item, VerifierItem)
+        and bool(marks)
+        and all(any(m is s for s in source) for m in marks)
+        and any(r and r in reason for s in source for r in mark_reasons(s))
+    )
+    return {"legal": legal, "reason": reason}
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr or "")
+
+
+def mark_reasons(mark: pytest.Mark) -> list[str]:
+    """The reasons pytest's skipping plugin would give for this mark."""
+    reasons = [str(mark.kwargs["reason"])] if mark.kwargs.get("reason") else []
+    if mark.name == "skip":
+        reasons.append(str(mark.args[0]) if mark.args else "unconditional skip")
+    elif mark.name == "skipif":
+        reasons.extend(f"condition: {c}" for c in mark.args if isinstance(c, str))
+    return reasons
+
+
+def source_marks(obj: object, item: pytest.Item) -> list[pytest.Mark]:
+    """The function's own marks, which a plain ``pytest.Item`` does not read by itself."""
+    marks = getattr(obj, "pytestmark", [])
+    own = [m for m in (marks if isinstance(marks, list) else [marks]) if isinstance(m, pytest.Mark)]
+    for mark in own:
+        item.add_marker(getattr(pytest.mark, mark.name).with_args(*mark.args, **mark.kwargs))
+    return [*item.iter_markers("skip"), *item.iter_markers("skipif")]
+
+
+def env_deselection() -> str | None:
+    """A deselecting option that reached pytest through PYTEST_ADDOPTS, if any."""
+    try:
+        words = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    except ValueError:
+        return None
+    for word in words:
+        if word in DESELECTING_OPTIONS or word.startswith("--deselect="):
+            return word
+        if word[:2] in ("-k", "-m") and not word.startswith("--"):
+            return word
+    return None
+
+
+def write_findings(tr: pytest.TerminalReporter, guard: VerdictGuard) -> None:
+    """Name every gate the session fails for although pytest's reports hide it."""
+    deselected = [
+        n for n in guard.selection.deselected if n not in {f.nodeid for f in guard.findings}
+    ]
+    legal = [n for n, s in guard.skips.items() if s.get("legal") and n not in guard.verdicts]
+    if deselected:
+        tr.write_line(
+            f"vgate: {len(deselected)} deselected, not run and not verified: "
+            + ", ".join(deselected[:10])
+            + (" ..." if len(deselected) > 10 else ""),
+            yellow=True,
+        )
+    for nodeid in legal:
+        tr.write_line(f"vgate: {nodeid} skipped by its own marker in the test module", yellow=True)
+    if not guard.findings:
+        return
+    tr.write_sep("=", "vgate: results overridden", red=True)
+    tr.write_line(
+        "the session fails (exit 1): these gates have no passing verdict, "
+        "whatever pytest's reports say:",
+        red=True,
+    )
+    for finding in guard.findings:
+        tr.write_line(f"  {finding.nodeid}: {finding.what}", red=True)
