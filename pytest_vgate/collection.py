@@ -52,16 +52,19 @@ def node_for(file_path: Path, parent: pytest.Collector, res: Resources) -> pytes
 
 
 def add_items(session: pytest.Session, items: list[pytest.Item], res: Resources) -> None:
-    """Append the items of every gates file and document not already collected by pytest.
+    """Put the items of every gates file and document not already collected by pytest
+    first, in the order the files were given (the order a plain run shows them in).
 
     Collection errors (a bad gates file) are reported like any collection error.
     """
+    ours: list[pytest.Item] = []
     for path in (*res.settings.gates_files, *res.settings.cite_files):
         if session.isinitpath(path):
             continue
         node_type = GatesFileNode if path in res.settings.gates_files else CitationDocumentNode
         node = node_type.from_parent(session, path=path, nodeid=_nodeid(session, path))
-        items.extend(session.genitems(node))
+        ours.extend(session.genitems(node))
+    items[:0] = ours
 
 
 def _nodeid(session: pytest.Session, path: Path) -> str:

@@ -158,6 +158,7 @@ def worker_payload(res: Resources) -> dict[str, Any]:
         # One view of the tree for the whole session, even if checks write files.
         "tree_states": {root: tree.to_dict() for root, tree in res.tree_states.items()},
         "fixed_citations": res.fixed_citations,
+        "starting_path": res.starting_path,
     }
 
 

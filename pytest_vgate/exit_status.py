@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate.cell import NESTED_ENV
 from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.items import VerifierItem, VgateItem
 
@@ -73,6 +74,9 @@ class VerdictGuard:
         self.skips: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
         self.session: pytest.Session | None = None
+        # Inside a check (a gate running pytest): that session's status follows its reports.
+        self.nested = bool(os.environ.get(NESTED_ENV))
+        self.nested_status: pytest.ExitCode | None = None
 
     # -- collection (every process) -------------------------------------------------------
 
@@ -142,6 +146,8 @@ class VerdictGuard:
         self.session = session
         if not self.worker and not self.config.option.collectonly:
             self.findings = self.judge(session)
+            if self.nested:
+                self.nested_status = nested_status(self.outcomes.values())
         self._enforce()
         try:
             return (yield)
@@ -160,7 +166,11 @@ class VerdictGuard:
         write_findings(terminalreporter, self)
 
     def _enforce(self) -> None:
-        if self.worker or self.session is None or not self.red:
+        if self.worker or self.session is None:
+            return
+        if self.nested_status is not None and self.session.exitstatus == pytest.ExitCode.OK:
+            self.session.exitstatus = self.nested_status
+        if not self.red:
             return
         if self.session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -208,6 +218,17 @@ class VerdictGuard:
         if outcome == "skipped" and skip is not None:
             return f"no verdict: skipped by a marker or hook, not by its gate ({skip['reason']})"
         return f"no verdict, but pytest reported it {outcome}: {overrider(outcome)}"
+
+
+def nested_status(outcomes: Iterable[str]) -> pytest.ExitCode | None:
+    """The status pytest's own rules give a check's session: 1 when a test failed, 5 when
+    none ran; what a hook in the tree under test set instead does not count."""
+    seen = set(outcomes)
+    if seen & {"failed", "error"}:
+        return pytest.ExitCode.TESTS_FAILED
+    if not seen:
+        return pytest.ExitCode.NO_TESTS_COLLECTED
+    return None
 
 
 def verdict_ok(payload: dict[str, Any]) -> bool:

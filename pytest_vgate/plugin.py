@@ -31,6 +31,10 @@ from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
 
+# Taken when pytest loads the plugin, before any conftest: the tools of the session are
+# found on this PATH, whatever a conftest later prepends (a shim that exits 0).
+STARTING_PATH = os.environ.get("PATH")
+
 MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytest-vgate"
 
 
@@ -55,7 +59,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     settings = read_settings(config)
-    res = Resources(settings=settings, own_files=own_output_files(config, settings))
+    res = Resources(
+        settings=settings,
+        own_files=own_output_files(config, settings),
+        starting_path=STARTING_PATH,
+    )
     config.stash[RESOURCES] = res
     loaded: list[GatesFile] = []
     guard.install_sigterm(config, settings)
@@ -183,7 +191,7 @@ def _prepare_controller_resources(
         res.inventories[str(root)] = ToolInventory.build(
             tool_ids([g for g in loaded if g.root == root]),
             root=root,
-            path_env=os.environ.get("PATH"),
+            path_env=res.starting_path,
         )
     controller = Controller(config, res, loaded)
     config.pluginmanager.register(controller, "vgate-controller")
@@ -200,6 +208,7 @@ def _adopt_controller_resources(config: pytest.Config, res: Resources) -> None:
     for root, trees in data.get("base_trees", {}).items():
         res.base_trees[root] = BaseTrees.from_dict(trees)
     res.fixed_citations = dict(data.get("fixed_citations", {}))
+    res.starting_path = data.get("starting_path", res.starting_path)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -38,6 +38,7 @@ class Resources:
     results: list[dict[str, Any]] = field(default_factory=list)  # controller: payloads seen
     own_files: tuple[Path, ...] = ()  # junit, JSON report: never part of the tree identity
     caller_env: Mapping[str, str] | None = None  # see run_basics()
+    starting_path: str | None = None  # PATH when pytest started (the controller's)
     sys_path: tuple[str, ...] | None = None
 
     def run_basics(self) -> tuple[Mapping[str, str], tuple[str, ...]]:
@@ -45,10 +46,14 @@ class Resources:
 
         Copied once, when the first gate or verifier of the process runs: after
         collection, so what conftest files and plugins set up is in; what tests change
-        later (a leaked ``os.environ`` entry) no longer reaches the checks.
+        later (a leaked ``os.environ`` entry) no longer reaches the checks. ``PATH`` is
+        the one taken when pytest started: a conftest cannot put a shim before a tool.
         """
         if self.caller_env is None or self.sys_path is None:
-            self.caller_env = MappingProxyType(dict(os.environ))
+            env = dict(os.environ)
+            if self.starting_path is not None:
+                env["PATH"] = self.starting_path
+            self.caller_env = MappingProxyType(env)
             self.sys_path = tuple(sys.path)
         return self.caller_env, self.sys_path
 
