@@ -1,0 +1,144 @@
+"""Collection never drops anything: gates files join the ordinary tests, never replace them.
+
+Run under the newest pytest and, in CI, the oldest supported one (8.0): pytest's handling
+of overlapping collection arguments differs between them, and each version once lost
+something here (8.0-8.4 the ordinary suite, 9 a gates file under ``.ci/``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+
+PY = shlex.quote(sys.executable)
+GATES = f"gates:\n  - id: alpha\n    check: {PY} -c pass\n  - id: beta\n    check: {PY} -c pass\n"
+
+
+def write(pytester: pytest.Pytester, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_with_vgate_every_ordinary_test_still_runs(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    """``pytest --vgate gates.yaml`` (no paths, no testpaths) ran only the gates on 8.0-8.4."""
+    write(
+        pytester,
+        {
+            "gates.yaml": GATES,
+            "test_product.py": "def test_product():\n    assert False, 'the product is broken'\n",
+            "tests/test_more.py": "def test_more():\n    pass\n",
+        },
+    )
+    without = pytester.runpytest_subprocess("-p", "no:cacheprovider", *dist_args)
+    without.assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", *dist_args
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("folder", [".ci", ".github/vgate", "build", "dist", "venv"])
+def test_gates_files_and_documents_in_skipped_folders_are_collected(
+    pytester: pytest.Pytester, dist_args: list[str], folder: str
+) -> None:
+    write(
+        pytester,
+        {
+            f"{folder}/gates.yaml": GATES.replace("root: .", ""),
+            f"{folder}/answer.md": "The product lives in test_plain.py:1.\n",
+            "test_plain.py": "def test_plain():\n    pass\n",
+        },
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--vgate",
+        f"{folder}/gates.yaml",
+        "--vgate-cite",
+        f"{folder}/answer.md",
+        "-v",
+        *dist_args,
+    )
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    assert f"vgate: {folder}/gates.yaml (2 gates)" in out
+    assert f"{folder}/gates.yaml::alpha" in out
+    assert f"{folder}/answer.md::L1:test_plain.py:1" in out
+
+
+def test_ini_gates_under_testpaths_and_norecursedirs(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        {
+            "ci/gates.yaml": GATES,
+            "tests/test_a.py": "def test_a():\n    pass\n",
+            "test_outside.py": "def test_outside():\n    pass\n",
+        },
+    )
+    pytester.makeini("[pytest]\ntestpaths = tests\nnorecursedirs = ci\nvgate = ci/gates.yaml\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    assert [line for line in result.stdout.lines if "::" in line] == [
+        "ci/gates.yaml::alpha",
+        "ci/gates.yaml::beta",
+        "tests/test_a.py::test_a",
+    ]
+
+
+def test_a_gates_file_named_as_an_argument_selects_by_node_id(pytester: pytest.Pytester) -> None:
+    write(pytester, {"gates.yaml": GATES, "test_plain.py": "def test_plain():\n    pass\n"})
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "gates.yaml::beta", "-v"
+    )
+    result.assert_outcomes(passed=1)
+    assert "gates.yaml::beta PASSED" in result.stdout.str()
+
+
+BROKEN = {
+    "test_syntax.py": "def test_(:\n    pass\n",
+    "tests/test_import.py": "import no_such_module_for_vgate\n\ndef test_x():\n    pass\n",
+}
+
+
+def test_vgate_only_runs_the_gates_next_to_broken_test_modules(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    write(pytester, {"gates.yaml": GATES, **BROKEN})
+    broken = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", *dist_args
+    )
+    # Plain pytest stops at collection errors; xdist runs the rest and counts 2 errors.
+    assert broken.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    assert "ERROR test_syntax.py" in broken.stdout.str()
+    only = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-only", *dist_args
+    )
+    only.assert_outcomes(passed=2)
+    assert only.ret == pytest.ExitCode.OK
+
+
+def test_vgate_only_ini_twin_and_the_root_conftest(pytester: pytest.Pytester) -> None:
+    """A root conftest still loads (pytest loads it before any plugin can choose);
+    ``--noconftest`` is the way past a broken one."""
+    write(pytester, {"gates.yaml": GATES, **BROKEN})
+    pytester.makeini("[pytest]\nvgate = gates.yaml\nvgate_only = true\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    pytester.makeconftest("import no_such_module_for_vgate\n")
+    aborted = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert aborted.ret == pytest.ExitCode.USAGE_ERROR
+    past = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--noconftest")
+    past.assert_outcomes(passed=2)
+
+
+def test_vgate_only_without_gates_warns(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-only")
+    result.assert_outcomes(passed=1, warnings=1)
+    assert "--vgate-only has no effect without --vgate" in result.stdout.str()
