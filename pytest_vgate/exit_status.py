@@ -329,8 +329,7 @@ def write_findings(tr: pytest.TerminalReporter, guard: VerdictGuard) -> None:
         return
     tr.write_sep("=", "vgate: results overridden", red=True)
     tr.write_line(
-        "the session fails (exit 1): these gates have no passing verdict, "
-        "whatever pytest's reports say:",
+        "the session fails: no passing verdict, whatever pytest's reports say:",
         red=True,
     )
     for finding in guard.findings:

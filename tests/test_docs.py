@@ -31,6 +31,7 @@ OPTIONS = [
     "--vgate-cite",
     "--vgate-sarif",
     "--vgate-github",
+    "--vgate-only",
 ]
 
 
