@@ -50,16 +50,18 @@ class Finding:
 
 @dataclass
 class Selection:
-    """What collection selected, in collection order; the same on every xdist worker."""
+    """What collection selected, in collection order; the same on every xdist worker.
 
-    selected: list[str] = field(default_factory=list)
-    deselected: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)  # dropped without pytest_deselected
+    Ordered sets (dicts), merged from every worker: cheap for tens of thousands of items.
+    """
+
+    selected: dict[str, None] = field(default_factory=dict)
+    deselected: dict[str, None] = field(default_factory=dict)
+    removed: dict[str, None] = field(default_factory=dict)  # dropped without pytest_deselected
 
     def merge(self, data: dict[str, Any]) -> None:
         for name in ("selected", "deselected", "removed"):
-            mine = getattr(self, name)
-            mine.extend(n for n in data.get(name, ()) if n not in mine)
+            getattr(self, name).update(dict.fromkeys(data.get(name, ())))
 
 
 class VerdictGuard:
