@@ -34,6 +34,7 @@ SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
 SOURCE_MARKS = "vgate_source_marks"
 DESELECTING_OPTIONS = ("-k", "-m", "--deselect")
+NEVER_RAN = "never ran: no report of it reached pytest-vgate (a hook or pytest.exit)"
 
 
 def is_vgate_item(item: pytest.Item) -> bool:
@@ -46,6 +47,7 @@ class Finding:
 
     nodeid: str
     what: str
+    overridden: bool = True  # False: not run because the session stopped first (-x, ...)
 
 
 @dataclass
@@ -186,8 +188,10 @@ class VerdictGuard:
         findings = []
         stopped = session.shouldstop or session.shouldfail
         for nodeid in self.selection.selected:
-            what = self._judge_one(nodeid, stopped)
-            if what:
+            what = self._judge_one(nodeid)
+            if what == NEVER_RAN and stopped:
+                findings.append(Finding(nodeid, f"the session stopped first ({stopped})", False))
+            elif what:
                 findings.append(Finding(nodeid, what))
         findings.extend(
             Finding(n, "removed from the collection without being deselected (by a hook)")
@@ -201,7 +205,7 @@ class VerdictGuard:
             )
         return findings
 
-    def _judge_one(self, nodeid: str, stopped: bool | str) -> str | None:
+    def _judge_one(self, nodeid: str) -> str | None:
         outcome = self.outcomes.get(nodeid)
         verdict = self.verdicts.get(nodeid)
         if verdict is not None:
@@ -215,8 +219,7 @@ class VerdictGuard:
         if outcome in ("failed", "error"):
             return None  # an error pytest counts itself (setup, teardown)
         if outcome is None:
-            why = f"the session stopped first ({stopped})" if stopped else "a hook kept it from"
-            return f"never ran: no report reached pytest-vgate ({why} running)"
+            return NEVER_RAN
         if outcome == "skipped" and skip is not None:
             return f"no verdict: skipped by a marker or hook, not by its gate ({skip['reason']})"
         return f"no verdict, but pytest reported it {outcome}: {overrider(outcome)}"
@@ -314,9 +317,8 @@ def env_deselection() -> str | None:
 
 def write_findings(tr: pytest.TerminalReporter, guard: VerdictGuard) -> None:
     """Name every gate the session fails for although pytest's reports hide it."""
-    deselected = [
-        n for n in guard.selection.deselected if n not in {f.nodeid for f in guard.findings}
-    ]
+    named = {f.nodeid for f in guard.findings}
+    deselected = [n for n in guard.selection.deselected if n not in named]
     legal = [n for n, s in guard.skips.items() if s.get("legal") and n not in guard.verdicts]
     if deselected:
         tr.write_line(
@@ -327,12 +329,13 @@ def write_findings(tr: pytest.TerminalReporter, guard: VerdictGuard) -> None:
         )
     for nodeid in legal:
         tr.write_line(f"vgate: {nodeid} skipped by its own marker in the test module", yellow=True)
-    if not guard.findings:
+    not_run = [f for f in guard.findings if not f.overridden]
+    if not_run:
+        tr.write_line(f"vgate: {len(not_run)} not run, no verdict: {not_run[0].what}", red=True)
+    overridden = [f for f in guard.findings if f.overridden]
+    if not overridden:
         return
     tr.write_sep("=", "vgate: results overridden", red=True)
-    tr.write_line(
-        "the session fails: no passing verdict, whatever pytest's reports say:",
-        red=True,
-    )
-    for finding in guard.findings:
+    tr.write_line("the session fails: no passing verdict, whatever pytest's reports say:", red=True)
+    for finding in overridden:
         tr.write_line(f"  {finding.nodeid}: {finding.what}", red=True)
