@@ -52,7 +52,7 @@ def test_gates_files_and_documents_in_skipped_folders_are_collected(
         pytester,
         {
             f"{folder}/gates.yaml": GATES.replace("root: .", ""),
-            f"{folder}/answer.md": "The product lives in test_plain.py:1.\n",
+            f"{folder}/answer.md": "- test_plain.py:1 — `test_plain` is the product test\n",
             "test_plain.py": "def test_plain():\n    pass\n",
         },
     )
