@@ -3,6 +3,10 @@
 python bench/run_all.py --quick              # a smoke run of all of them
 python bench/run_all.py --out /tmp/results   # full sizes; each output also saved there
 python bench/run_all.py citations xdist      # only these
+
+"peers" makes its own venv (pytest 8.3 with pytest-forked and pytest-isolate) under the
+temp directory on its first run. coverage_cost.py is not in the set: it needs a clone
+of more-itertools (``--library PATH``) and runs on its own.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ BENCHES = [
     "tool_recheck",
     "command_gates",
     "verifiers",
+    "peers",
     "citations",
     "collection",
     "xdist",
