@@ -24,6 +24,7 @@ class Controller:
         self.res = res
         self.loaded = loaded
         self.payloads: dict[str, dict[str, Any]] = {}  # nodeid -> payload, in report order
+        self.origin: dict[str, Any] | None = None  # see pytest_configure_node
 
     # -- before the session --------------------------------------------------------------
 
@@ -63,6 +64,12 @@ class Controller:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["vgate"] = worker_payload(self.res)
+        if self.origin is None:  # made once: what a worker in another checkout must match
+            from pytest_vgate.remote import origin_payload
+
+            roots = dict.fromkeys(g.root for g in self.loaded)
+            self.origin = origin_payload(self.res, self.config.rootpath, roots)
+        node.workerinput["vgate"]["origin"] = self.origin
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:

@@ -16,12 +16,13 @@ import pytest
 
 from pytest_vgate.extending import adjust, judge_for
 from pytest_vgate.outcome import decide, evaluate_gate
+from pytest_vgate.remote import remote_problem
 from pytest_vgate.report import check_targets
 from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_verifier
 from pytest_vgate.session import resources
 from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.tools import declared_tool_error
-from pytest_vgate.verdict import Mode
+from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import VerifierTarget
 
 MARKER = "vgate"
@@ -108,6 +109,10 @@ class GateItem(VgateItem):
 
     def evaluate(self) -> dict[str, Any]:
         res = resources(self.config)
+        problem = remote_problem(res, self.gate.root)
+        if problem is not None:  # a worker in another checkout that differs: no verdict
+            failed = Verdict.failed(Mode.SANDBOX, problem, cause=Cause.ENVIRONMENT)
+            return decide(self.gate, failed).to_payload()
         caller_env, sys_path = res.run_basics()
         ctx = RunContext(
             root=self.gate.root,

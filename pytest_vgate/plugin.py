@@ -12,11 +12,13 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
+import _pytest
 import pytest
 
 from pytest_vgate import collection as _collection
 from pytest_vgate import guard
 from pytest_vgate import items as _items
+from pytest_vgate import remote
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.controller import Controller
@@ -87,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
         VerdictGuard(config, worker=is_worker(config)), "vgate-verdict-guard"
     )
     if is_worker(config):
-        _adopt_controller_resources(config, res)
+        _adopt_controller_resources(config, res, loaded)
     else:
         # Always on the controller: @verifier items and crashed xdist workers need it
         # even in a session without a gates file.
@@ -199,16 +201,46 @@ def _prepare_controller_resources(
     controller.prepare()
 
 
-def _adopt_controller_resources(config: pytest.Config, res: Resources) -> None:
+def _adopt_controller_resources(
+    config: pytest.Config, res: Resources, loaded: list[GatesFile]
+) -> None:
     data: dict[str, Any] = config.workerinput.get("vgate", {})  # type: ignore[attr-defined]
+    res.fixed_citations = dict(data.get("fixed_citations", {}))
+    origin = data.get("origin")
+    if origin is not None and remote.is_remote(origin, config.rootpath):
+        # Another checkout (docs/scaling.md): the controller's paths mean nothing here.
+        made = remote.adopt_remote(
+            res, loaded, origin, config.rootpath, tool_ids=tool_ids, exclude=_xdist_copies()
+        )
+
+        def release() -> None:  # this worker's own base worktrees end with it
+            for trees in made:
+                res.warnings.extend(trees.remove())
+
+        config.add_cleanup(release)
+        return
     for root, inventory in data.get("inventories", {}).items():
         res.inventories[root] = ToolInventory.from_dict(inventory)
     for root, tree in data.get("tree_states", {}).items():
         res.tree_states[root] = TreeState.from_dict(tree)
     for root, trees in data.get("base_trees", {}).items():
         res.base_trees[root] = BaseTrees.from_dict(trees)
-    res.fixed_citations = dict(data.get("fixed_citations", {}))
     res.starting_path = data.get("starting_path", res.starting_path)
+
+
+def _xdist_copies() -> list[Path]:
+    """The copies of pytest that xdist puts into a socket/ssh worker's directory: the
+    same bytes as the pytest this process imported, and no part of the tree."""
+    found = []
+    for package in (pytest, _pytest):
+        init = Path(package.__file__ or "")
+        copy = Path.cwd() / init.parent.name
+        try:
+            if (copy / init.name).read_bytes() == init.read_bytes():
+                found.append(copy)
+        except OSError:
+            continue
+    return found
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

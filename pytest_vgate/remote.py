@@ -1,0 +1,189 @@
+"""xdist workers in another checkout (``--tx socket=…//chdir=``, ``ssh=``, ``popen//chdir=``).
+
+A worker whose host or rootdir differs from the controller's cannot use the paths the
+controller made (tool inventory, base worktree, ledger): it resolves its own tools, its
+own tree state and its own base worktrees (removed when the worker ends). What must be the
+same on both sides to give the same verdicts is compared with what the controller sent:
+the gates root (relative to the rootdir), the commit and the uncommitted changes, the base
+commit and each tool's sha256. A worker that differs fails every gate of that root with
+mode ``sandbox``, cause ``environment``, and says what differs. The ledger stays the
+controller's: its records travel to the worker, and the worker's records travel back on
+the reports.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.baseline import BaselineError, BaseTrees, toplevel
+from pytest_vgate.evidence import Ledger, Record, tree_state
+from pytest_vgate.proof import Evidence
+from pytest_vgate.session import Resources
+from pytest_vgate.spec import GatesFile
+from pytest_vgate.tools import ToolInventory
+
+PROBLEMS = "remote:problems"  # Resources.cache key: {gates root: [what differs]}
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def host_identity() -> str:
+    """This machine: its host name and, where the kernel tells, its boot id."""
+    try:
+        boot = BOOT_ID.read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+def _rel(path: Path, rootdir: Path) -> str:
+    return os.path.relpath(os.path.realpath(path), os.path.realpath(rootdir))
+
+
+def origin_payload(res: Resources, rootdir: Path, roots: Iterable[Path]) -> dict[str, Any]:
+    """What the controller sends so that a worker can tell whether it is elsewhere, and
+    what it must match: per gates root (relative to the rootdir) commit, dirty digest,
+    tool hashes, base commits by overlay, the ledger path and its records."""
+    described: dict[str, Any] = {}
+    for root in roots:
+        evidence = res.evidence_for(root)
+        inventory = res.inventory_for(root)
+        trees = res.base_trees.get(str(root))
+        described[_rel(root, rootdir)] = {
+            "commit": evidence.tree.commit,
+            "dirty": evidence.tree.dirty,
+            "tools": {
+                tool_id: entry.sha256
+                for tool_id in (inventory.ids if inventory else ())
+                if (entry := inventory.get(tool_id)) is not None  # type: ignore[union-attr]
+            },
+            "base": {key: tree.sha for key, tree in trees.trees.items()} if trees else {},
+            "ledger": str(evidence.ledger.path),
+            "records": [r.to_dict() for recs in evidence.history.values() for r in recs],
+        }
+    return {"host": host_identity(), "rootdir": os.path.realpath(rootdir), "roots": described}
+
+
+def is_remote(origin: Mapping[str, Any], rootdir: Path) -> bool:
+    """True when this process is on another host or in another directory than the controller."""
+    return origin.get("host") != host_identity() or origin.get("rootdir") != os.path.realpath(
+        rootdir
+    )
+
+
+def adopt_remote(
+    res: Resources,
+    loaded: Sequence[GatesFile],
+    origin: Mapping[str, Any],
+    rootdir: Path,
+    *,
+    tool_ids: Callable[[list[GatesFile]], list[str]],
+    exclude: Sequence[Path] = (),
+) -> list[BaseTrees]:
+    """Resolve this worker's own resources per gates root; returns the base trees it made
+    (the caller removes them at the end). Differences land in ``res.cache[PROBLEMS]``."""
+    problems: dict[str, list[str]] = res.cache.setdefault(PROBLEMS, {})
+    made: list[BaseTrees] = []
+    theirs_by_rel: Mapping[str, Any] = origin.get("roots", {})
+    for root in dict.fromkeys(g.root for g in loaded):
+        files = [g for g in loaded if g.root == root]
+        rel = _rel(root, rootdir)
+        found = problems.setdefault(str(root), [])
+        theirs = theirs_by_rel.get(rel)
+        if theirs is None:
+            known = ", ".join(sorted(theirs_by_rel)) or "none"
+            found.append(f"the controller has no gates root {rel!r} (it has: {known})")
+            continue
+        inventory = ToolInventory.build(tool_ids(files), root=root, path_env=os.environ.get("PATH"))
+        res.inventories[str(root)] = inventory
+        found.extend(_tool_differences(theirs.get("tools", {}), inventory))
+        ledger = Ledger(str(theirs.get("ledger") or Ledger.default(root).path))
+        tree = tree_state(root, exclude=[*exclude, ledger.file])
+        if tree.commit != theirs.get("commit"):
+            found.append(
+                f"this checkout is at commit {tree.commit}, the controller's at "
+                f"{theirs.get('commit')}; check out the same commit on every worker"
+            )
+        elif tree.dirty != theirs.get("dirty"):
+            found.append(
+                "this checkout's uncommitted changes differ from the controller's "
+                f"(dirty digest {tree.dirty[:12] or 'clean'} here, "
+                f"{str(theirs.get('dirty'))[:12] or 'clean'} there); commit them or "
+                "copy them to every worker"
+            )
+        res.tree_states[str(root)] = tree
+        history: dict[str, list[Record]] = {}
+        for data in theirs.get("records", ()):
+            record = Record.from_dict(data)
+            history.setdefault(record.gate_id, []).append(record)
+        res.cache[f"evidence:{root}"] = Evidence(
+            root=root, ledger=ledger, tree=tree, history=history, base_ref=res.settings.base
+        )
+        if res.settings.base and not found:
+            trees = _make_base(root, res.settings.base, files, found)
+            if trees is not None:
+                made.append(trees)
+                res.base_trees[str(root)] = trees
+                found.extend(_base_differences(theirs.get("base", {}), trees))
+    return made
+
+
+def _tool_differences(theirs: Mapping[str, str | None], inventory: ToolInventory) -> list[str]:
+    out = []
+    for tool_id, expected in theirs.items():
+        entry = inventory.get(tool_id)
+        mine = entry.sha256 if entry is not None else None
+        if mine != expected:
+            where = entry.path if entry is not None and entry.path else "not found here"
+            out.append(
+                f"tool {tool_id!r} differs: sha256 {expected or 'not found'} on the "
+                f"controller, {mine or 'none'} on this worker ({where})"
+            )
+    return out
+
+
+def _make_base(
+    root: Path, ref: str, files: Sequence[GatesFile], found: list[str]
+) -> BaseTrees | None:
+    """This worker's base worktrees of ``root`` (one per distinct overlay)."""
+    try:
+        top = toplevel(root)
+        root_rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+        return BaseTrees.create(
+            top, ref, [gate.overlay for g in files for gate in g.gates], root_rel=root_rel
+        )
+    except BaselineError as exc:
+        found.append(f"--vgate-base {ref} cannot be checked out on this worker: {exc}")
+        return None
+
+
+def _base_differences(theirs: Mapping[str, str], trees: BaseTrees) -> list[str]:
+    out = []
+    for key, tree in trees.trees.items():
+        expected = theirs.get(key)
+        if expected != tree.sha:
+            out.append(
+                f"--vgate-base {tree.ref} is commit {tree.sha} here, {expected} on the "
+                "controller; fetch the same base on every worker"
+            )
+    return out
+
+
+def remote_problem(res: Resources, root: Path) -> str | None:
+    """Why this (remote) worker cannot give the controller's verdicts for ``root``."""
+    found = res.cache.get(PROBLEMS, {}).get(str(root))
+    if not found:
+        return None
+    return "this xdist worker's checkout differs from the controller's: " + "; ".join(found)
+
+
+__all__ = [
+    "adopt_remote",
+    "host_identity",
+    "is_remote",
+    "origin_payload",
+    "remote_problem",
+]
