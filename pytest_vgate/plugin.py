@@ -7,12 +7,12 @@ report and the summary.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-import _pytest
 import pytest
 
 from pytest_vgate import collection as _collection
@@ -232,8 +232,9 @@ def _xdist_copies() -> list[Path]:
     """The copies of pytest that xdist puts into a socket/ssh worker's directory: the
     same bytes as the pytest this process imported, and no part of the tree."""
     found = []
-    for package in (pytest, _pytest):
-        init = Path(package.__file__ or "")
+    for name in ("pytest", "_pytest"):
+        spec = importlib.util.find_spec(name)
+        init = Path(spec.origin if spec is not None and spec.origin else "")
         copy = Path.cwd() / init.parent.name
         try:
             if (copy / init.name).read_bytes() == init.read_bytes():

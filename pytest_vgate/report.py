@@ -53,6 +53,7 @@ GATE_FIELDS = (
     "tree_label",
     "targets",
     "adjustments",
+    "records",  # this run's evidence records: `python -m pytest_vgate merge --ledger`
 )
 MAX_TARGETS = 5
 

@@ -1,0 +1,276 @@
+"""``python -m pytest_vgate merge``: one verdict from the JSON reports of sharded runs.
+
+Each shard (``pytest -k …``, pytest-split, a CI matrix job) writes ``--vgate-report``;
+the merge reads them all and prints the summary a single run would have printed (the
+renderers of ``summary.py``), writes one JSON report, one SARIF log and one ledger, and
+exits 1 iff a single run would have failed on a gate or citation. Gates that the gates
+files declare but no shard ran are reported and fail the merge: a shard that was lost
+must not look like a pass. Extra fields in the reports are carried through untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TextIO
+
+from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
+from pytest_vgate.spec import GatesFileError, load_gates_file
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4  # 4: as pytest's usage error
+
+
+class MergeError(Exception):
+    """A report that cannot be merged; the message names the file and what is wrong."""
+
+
+def read_shard(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"{path}: cannot read the JSON report: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("gates"), list):
+        raise MergeError(f"{path}: not a pytest-vgate JSON report (no `gates` list)")
+    if data.get("version") != REPORT_VERSION:
+        raise MergeError(
+            f"{path}: report version {data.get('version')!r}, this merge reads version "
+            f"{REPORT_VERSION}; merge reports written by the same pytest-vgate"
+        )
+    return data
+
+
+def _source_file(entry: Mapping[str, Any]) -> tuple[str, int]:
+    """(gates file, line) of a gate entry's ``source`` (``path:line``)."""
+    source = str(entry.get("source") or "")
+    path, _, line = source.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else (source, 0)
+
+
+def _rel(path: str, rootdir: str | None) -> str:
+    if rootdir and os.path.isabs(path):
+        return os.path.relpath(path, rootdir)
+    return path
+
+
+def _worse(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """A gate run by two shards keeps its failing run: merging never hides a failure."""
+    return gate_state(new) == "failed" and gate_state(old) != "failed"
+
+
+def merge_reports(
+    shards: Sequence[tuple[Path, Mapping[str, Any]]],
+    gates_files: Sequence[Path] = (),
+    rootdir: Path | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The merged report and the warnings met on the way.
+
+    Gates are matched to gates files by (path relative to the rootdir, id); the gate set
+    is every gates file given plus every one the shards' gates name that exists here.
+    """
+    root = str(rootdir or Path.cwd())
+    warnings: list[str] = []
+    gates: dict[str, dict[str, Any]] = {}
+    citations: dict[str, dict[str, Any]] = {}
+    named: dict[str, None] = {}
+    for path, shard in shards:
+        shard_root = shard.get("rootdir")
+        for entry in shard.get("gates", ()):
+            key = str(entry.get("nodeid") or entry.get("id"))
+            source, _ = _source_file(entry)
+            entry = {**entry, "_file": _rel(source, shard_root) if source else ""}
+            if entry["_file"]:
+                named[entry["_file"]] = None
+            if key in gates and not _worse(gates[key], entry):
+                continue
+            gates[key] = entry
+        for entry in shard.get("citations", ()):
+            key = str(entry.get("nodeid") or (entry.get("source"), entry.get("citation")))
+            if key not in citations or (_citation_ok(citations[key]) and not _citation_ok(entry)):
+                citations[key] = dict(entry)
+        for warning in shard.get("warnings") or ():
+            warnings.append(f"{path}: {warning}")
+    declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
+    for rel in named:
+        if rel not in declared and (Path(root) / rel).is_file():
+            declared[rel] = None
+        elif rel not in declared:
+            warnings.append(
+                f"the gates file {rel} named in the reports is not under {root}: its gates "
+                "are not checked for completeness (give it with --gates)"
+            )
+    ran = {(e["_file"], str(e.get("id"))) for e in gates.values()}
+    missing = []
+    for rel in declared:
+        try:
+            loaded = load_gates_file(Path(root) / rel)
+        except GatesFileError as exc:
+            raise MergeError(f"cannot read the gates file {rel}: {exc}") from None
+        for gate in loaded.gates:
+            if (rel, gate.id) not in ran:
+                missing.append(_missing_entry(rel, gate.id, gate.claim, gate.line))
+    ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
+    entries = [{k: v for k, v in e.items() if k != "_file"} for e in ordered] + missing
+    cited = sorted(citations.values(), key=_document_order)
+    return {
+        "version": REPORT_VERSION,
+        "rootdir": root,
+        "summary": summarize(entries, cited),
+        "gates": entries,
+        "citations": cited,
+        "shards": [str(path) for path, _ in shards],
+        "missing": [f"{e['source'].rpartition(':')[0]}::{e['id']}" for e in missing],
+    }, warnings
+
+
+def _line(entry: Mapping[str, Any]) -> int:
+    return _source_file(entry)[1]
+
+
+def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
+    cited = (entry.get("result") or {}).get("citation") or {}
+    return str(cited.get("document", "")), int(cited.get("offset", 0))
+
+
+def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, Any]:
+    return {
+        "id": gate_id,
+        "kind": "missing",
+        "claim": claim,
+        "mode": "crash",
+        "cause": "environment",
+        "ok": False,
+        "detail": f"no shard ran gate {gate_id!r} of {rel}: a shard was lost or deselected it",
+        "source": f"{rel}:{line}",
+        "nodeid": f"{rel}::{gate_id}",
+    }
+
+
+def _citation_ok(entry: Mapping[str, Any]) -> bool:
+    from pytest_vgate.citations import CitationResult
+
+    try:
+        ok = CitationResult.from_dict(entry["result"]).ok
+    except (KeyError, TypeError, ValueError):
+        return False  # fail closed: a citation we cannot read is not verified
+    return bool(ok or entry.get("fixed_from"))
+
+
+def merged_failed(report: Mapping[str, Any]) -> bool:
+    """What would have failed a single run: a failed gate, a missing gate, a bad citation."""
+    if any(gate_state(e) == "failed" for e in report["gates"]):
+        return True
+    return not all(_citation_ok(c) for c in report["citations"])
+
+
+class _Terminal:
+    """The few TerminalReporter calls ``summary.py`` makes, written as pytest writes them
+    to a pipe (same width rule, no colour), so a merged summary reads like a single run's."""
+
+    def __init__(self, out: TextIO, rootdir: str, verbose: int) -> None:
+        self.out = out
+        width = shutil.get_terminal_size(fallback=(80, 24)).columns
+        self.width = width if width >= 40 else 80
+        self.config = SimpleNamespace(
+            option=SimpleNamespace(verbose=verbose), rootpath=Path(rootdir)
+        )
+
+    def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None:
+        if title is None:
+            self.write_line(sep * (self.width // len(sep)))
+            return
+        half = max((self.width - len(title) - 2) // (2 * len(sep)), 1)
+        line = f"{sep * half} {title} {sep * half}"
+        if len(line) + len(sep.rstrip()) <= self.width:
+            line += sep.rstrip()
+        self.write_line(line)
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self.out.write(line + "\n")
+
+
+def render_summary(
+    report: Mapping[str, Any], warnings: Sequence[str], out: TextIO, *, verbose: int = 0
+) -> None:
+    """The vgate section of a single run's terminal summary, for the merged report."""
+    from pytest_vgate.summary import write_summary
+
+    payloads: dict[str, dict[str, Any]] = {}
+    for entry in report["gates"]:
+        payloads[str(entry.get("nodeid") or entry["id"])] = dict(entry)
+    for entry in report["citations"]:
+        payloads[str(entry.get("nodeid") or entry.get("source"))] = {**entry, "kind": "citation"}
+    terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
+    res = SimpleNamespace(warnings=list(warnings))
+    write_summary(terminal, payloads, res)  # type: ignore[arg-type]
+    if report.get("missing"):
+        terminal.write_line(f"gates missing from every shard: {len(report['missing'])}", red=True)
+        for nodeid in report["missing"]:
+            terminal.write_line(f"  {nodeid}", red=True)
+
+
+def append_ledger(report: Mapping[str, Any], ledger: Path) -> list[str]:
+    """Every shard's records in one ledger (the records ride on the report's gates)."""
+    from pytest_vgate.evidence import Ledger, Record
+
+    records = []
+    for entry in report["gates"]:
+        for data in entry.get("records") or ():
+            try:
+                records.append(Record.from_dict(data))
+            except (KeyError, TypeError, ValueError) as exc:
+                return [f"a record of gate {entry.get('id')!r} cannot be read: {exc}"]
+    return Ledger(ledger).append(records)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_vgate merge",
+        description="Merge the --vgate-report files of sharded runs into one verdict.",
+    )
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+    parser.add_argument("--gates", action="append", type=Path, default=[], metavar="FILE",
+                        help="a gates file whose gates must all have run (repeatable)")  # fmt: skip
+    parser.add_argument("--rootdir", type=Path, default=None,
+                        help="where the reports' gates files are found (default: cwd)")  # fmt: skip
+    parser.add_argument("--vgate-report", type=Path, default=None, metavar="PATH",
+                        help="write the merged JSON report")  # fmt: skip
+    parser.add_argument("--vgate-sarif", type=Path, default=None, metavar="PATH",
+                        help="write one SARIF 2.1.0 log")  # fmt: skip
+    parser.add_argument("--ledger", type=Path, default=None, metavar="PATH",
+                        help="append every shard's evidence records to this ledger")  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    return parser
+
+
+def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        shards = [(path, read_shard(path)) for path in args.reports]
+        for path in args.gates:
+            if not path.is_file():
+                raise MergeError(f"--gates {path}: no such file")
+        report, warnings = merge_reports(shards, args.gates, args.rootdir)
+    except MergeError as exc:
+        print(f"pytest-vgate merge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.ledger is not None:
+        warnings.extend(append_ledger(report, args.ledger))
+    if args.vgate_report is not None:
+        warning = write_json_report(args.vgate_report, report)
+        if warning:
+            warnings.append(warning)
+    if args.vgate_sarif is not None:
+        from pytest_vgate.exporters.sarif import build_sarif, write_sarif
+
+        try:
+            write_sarif(args.vgate_sarif, build_sarif(report))
+        except OSError as exc:
+            warnings.append(f"could not write the SARIF log {args.vgate_sarif}: {exc}")
+    render_summary(report, warnings, out, verbose=args.verbose)
+    return EXIT_FAILED if merged_failed(report) else EXIT_OK
