@@ -213,9 +213,9 @@ def _adopt_controller_resources(
             res, loaded, origin, config.rootpath, tool_ids=tool_ids, exclude=_xdist_copies()
         )
 
-        def release() -> None:  # this worker's own base worktrees end with it
-            for trees in made:
-                res.warnings.extend(trees.remove())
+        def release() -> None:  # the last worker of this host removes the base trees
+            for shared in made:
+                res.warnings.extend(shared.release())
 
         config.add_cleanup(release)
         return

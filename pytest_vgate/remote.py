@@ -2,7 +2,8 @@
 
 A worker whose host or rootdir differs from the controller's cannot use the paths the
 controller made (tool inventory, base worktree, ledger): it resolves its own tools, its
-own tree state and its own base worktrees (removed when the worker ends). What must be the
+own tree state and its own base worktrees (one set per host and checkout, shared by the
+workers of the session there, removed when the last of them ends). What must be the
 same on both sides to give the same verdicts is compared with what the controller sent:
 the gates root (relative to the rootdir), the commit and the uncommitted changes, the base
 commit and each tool's sha256. A worker that differs fails every gate of that root with
@@ -13,9 +14,16 @@ the reports.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +72,12 @@ def origin_payload(res: Resources, rootdir: Path, roots: Iterable[Path]) -> dict
             "ledger": str(evidence.ledger.path),
             "records": [r.to_dict() for recs in evidence.history.values() for r in recs],
         }
-    return {"host": host_identity(), "rootdir": os.path.realpath(rootdir), "roots": described}
+    return {
+        "host": host_identity(),
+        "rootdir": os.path.realpath(rootdir),
+        "session": uuid.uuid4().hex,  # workers of this session share base trees per host
+        "roots": described,
+    }
 
 
 def is_remote(origin: Mapping[str, Any], rootdir: Path) -> bool:
@@ -82,11 +95,11 @@ def adopt_remote(
     *,
     tool_ids: Callable[[list[GatesFile]], list[str]],
     exclude: Sequence[Path] = (),
-) -> list[BaseTrees]:
-    """Resolve this worker's own resources per gates root; returns the base trees it made
-    (the caller removes them at the end). Differences land in ``res.cache[PROBLEMS]``."""
+) -> list[SharedBase]:
+    """Resolve this worker's own resources per gates root; returns the base trees it uses
+    (the caller releases them at the end). Differences land in ``res.cache[PROBLEMS]``."""
     problems: dict[str, list[str]] = res.cache.setdefault(PROBLEMS, {})
-    made: list[BaseTrees] = []
+    made: list[SharedBase] = []
     theirs_by_rel: Mapping[str, Any] = origin.get("roots", {})
     for root in dict.fromkeys(g.root for g in loaded):
         files = [g for g in loaded if g.root == root]
@@ -123,11 +136,13 @@ def adopt_remote(
             root=root, ledger=ledger, tree=tree, history=history, base_ref=res.settings.base
         )
         if res.settings.base and not found:
-            trees = _make_base(root, res.settings.base, files, found)
-            if trees is not None:
-                made.append(trees)
-                res.base_trees[str(root)] = trees
-                found.extend(_base_differences(theirs.get("base", {}), trees))
+            shared = SharedBase.make(
+                str(origin.get("session")), root, res.settings.base, files, found
+            )
+            made.append(shared)
+            if shared.trees is not None:
+                res.base_trees[str(root)] = shared.trees
+                found.extend(_base_differences(theirs.get("base", {}), shared.trees))
     return made
 
 
@@ -145,19 +160,91 @@ def _tool_differences(theirs: Mapping[str, str | None], inventory: ToolInventory
     return out
 
 
-def _make_base(
-    root: Path, ref: str, files: Sequence[GatesFile], found: list[str]
-) -> BaseTrees | None:
-    """This worker's base worktrees of ``root`` (one per distinct overlay)."""
-    try:
-        top = toplevel(root)
+class SharedBase:
+    """The base worktrees of one gates root, made once per host for all the workers of a
+    session that share a checkout: the first worker makes them (under a lock in the temp
+    directory) and removes them once no other worker of the session uses them."""
+
+    def __init__(self, name: str) -> None:
+        folder = Path(tempfile.gettempdir())
+        self.lock = folder / f"{name}.lock"
+        self.users = folder / f"{name}.users"
+        self.manifest = folder / f"{name}.json"
+        self.trees: BaseTrees | None = None
+        self.owner = False
+        self._users_fd: int | None = None
+
+    @classmethod
+    def make(
+        cls, session: str, root: Path, ref: str, files: Sequence[GatesFile], found: list[str]
+    ) -> SharedBase:
+        try:
+            top = toplevel(root)
+        except BaselineError as exc:
+            found.append(f"--vgate-base {ref} cannot be checked out on this worker: {exc}")
+            return cls("")
+        key = hashlib.sha256(f"{session}\0{os.path.realpath(top)}\0{ref}".encode()).hexdigest()
+        shared = cls(f"vgate-remote-{key[:20]}")
         root_rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
-        return BaseTrees.create(
-            top, ref, [gate.overlay for g in files for gate in g.gates], root_rel=root_rel
-        )
-    except BaselineError as exc:
-        found.append(f"--vgate-base {ref} cannot be checked out on this worker: {exc}")
-        return None
+        overlays = [gate.overlay for g in files for gate in g.gates]
+        try:
+            with _locked(shared.lock):
+                shared._users_fd = os.open(shared.users, os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(shared._users_fd, fcntl.LOCK_SH)  # "a worker uses the trees"
+                shared.trees = shared._adopt()
+                if shared.trees is None:
+                    shared.trees = BaseTrees.create(top, ref, overlays, root_rel=root_rel)
+                    shared.owner = True
+                    shared.manifest.write_text(json.dumps(shared.trees.to_dict()))
+        except (BaselineError, OSError) as exc:
+            found.append(f"--vgate-base {ref} cannot be checked out on this worker: {exc}")
+            shared.release()
+        return shared
+
+    def _adopt(self) -> BaseTrees | None:
+        """The trees another worker of this session made, when they are still there."""
+        try:
+            trees = BaseTrees.from_dict(json.loads(self.manifest.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return trees if all(t.path.is_dir() for t in trees.trees.values()) else None
+
+    def release(self) -> list[str]:
+        """Stop using the trees; the maker removes them once no other worker uses them."""
+        warnings: list[str] = []
+        if self._users_fd is None:
+            return warnings
+        try:
+            if self.owner and self.trees is not None:
+                warnings = self._remove_when_unused(self.trees)
+        finally:
+            os.close(self._users_fd)
+            self._users_fd = None
+        return warnings
+
+    def _remove_when_unused(self, trees: BaseTrees) -> list[str]:
+        assert self._users_fd is not None
+        while True:  # ends when the last other worker of the session ends (or dies)
+            with _locked(self.lock):
+                try:
+                    fcntl.flock(self._users_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    pass
+                else:
+                    for path in (self.manifest, self.users, self.lock):
+                        path.unlink(missing_ok=True)
+                    return trees.remove()
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _base_differences(theirs: Mapping[str, str], trees: BaseTrees) -> list[str]:

@@ -8,21 +8,29 @@ with those of a run whose workers sit in the clones: behind real execnet socket 
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
 import pytest
-from helpers.gated_repo import CHECKER, PY_DIR, clone, make_gated_repo, run_session
+from helpers.gated_repo import CHECKER, GATES, PY_DIR, clone, make_gated_repo, run_session
 from helpers.git_repo import BugFixRepo, git
 from helpers.remote_workers import LOOPBACK, socket_servers
+from helpers.report import read_report
 
 
 @pytest.fixture
-def remote_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
+def session_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This interpreter is the checks' ``python``; a private TMPDIR shows leftovers."""
     monkeypatch.setenv("PATH", PY_DIR + os.pathsep + os.environ.get("PATH", ""))
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
+
+
+@pytest.fixture
+def remote_repo(tmp_path: Path, session_env: Path) -> BugFixRepo:
     return make_gated_repo(tmp_path)
 
 
@@ -73,17 +81,40 @@ def test_socket_workers_in_other_checkouts_give_the_plain_verdicts(
     assert "fix-add" in ledger.read_text()
 
 
-def test_popen_chdir_workers_give_the_plain_verdicts(
-    remote_repo: BugFixRepo, tmp_path: Path
-) -> None:
-    status, _, plain = run_session(remote_repo, "plain")
-    w1 = clone(remote_repo, tmp_path / "w1")
+# Which checkout each base worktree that exists while the gate runs belongs to.
+LIST_BASES = (
+    "import glob, json, os; "
+    "print(sorted(json.load(open(p))['repo'] for p in "
+    "glob.glob(os.environ['TMPDIR'] + '/vgate-base-*/owner.json')))"
+)
+COUNT_BASES = f"""\
+      - id: list-bases
+        check: python -c "{LIST_BASES}"
+        env: [TMPDIR]
+        tools: [python]
+        red: not-required
+"""
+
+
+def test_popen_chdir_workers_share_one_base_per_checkout(tmp_path: Path, session_env: Path) -> None:
+    """Two workers in one other checkout: the plain verdicts, and one set of base
+    worktrees (one per overlay: two) for both of them, not one set each."""
+    repo = make_gated_repo(
+        tmp_path / "project", GATES.replace("    citations:", COUNT_BASES + "    citations:")
+    )
+    status, _, plain = run_session(repo, "plain")
+    w1 = clone(repo, tmp_path / "w1")
+    report = tmp_path / "remote.json"
     r_status, r_text, remote = run_session(
-        remote_repo, "remote", "--dist=load", f"--tx=2*popen//chdir={w1}"
+        repo, "remote", "--dist=load", f"--tx=2*popen//chdir={w1}", f"--vgate-report={report}"
     )
     assert vgate_properties(remote) == vgate_properties(plain), r_text
     assert r_status == status
+    listed = next(g for g in read_report(report)["gates"] if g["id"] == "list-bases")
+    owners = ast.literal_eval(listed["stdout"].strip())
+    assert owners.count(str(w1)) == 2, owners  # not 4: one per overlay, not per worker
     assert worktrees(w1) == [str(w1)]
+    assert not [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("vgate-")]
 
 
 def test_a_worker_on_another_commit_fails_its_gates_with_cause_environment(
