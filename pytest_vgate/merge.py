@@ -77,6 +77,7 @@ def merge_reports(
     warnings: list[str] = []
     gates: dict[str, dict[str, Any]] = {}
     citations: dict[str, dict[str, Any]] = {}
+    documents: dict[str, dict[str, Any]] = {}  # cited documents audited as a whole
     named: dict[str, None] = {}
     for path, shard in shards:
         shard_root = shard.get("rootdir")
@@ -93,6 +94,10 @@ def merge_reports(
             key = str(entry.get("nodeid") or (entry.get("source"), entry.get("citation")))
             if key not in citations or (_citation_ok(citations[key]) and not _citation_ok(entry)):
                 citations[key] = dict(entry)
+        for entry in shard.get("citation_documents") or ():
+            key = str(entry.get("document"))
+            if key not in documents or (documents[key].get("ok") and not entry.get("ok")):
+                documents[key] = dict(entry)
         for warning in shard.get("warnings") or ():
             warnings.append(f"{path}: {warning}")
     declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
@@ -123,6 +128,7 @@ def merge_reports(
         "summary": summarize(entries, cited),
         "gates": entries,
         "citations": cited,
+        "citation_documents": sorted(documents.values(), key=lambda d: str(d.get("document"))),
         "shards": [str(path) for path, _ in shards],
         "missing": [f"{e['source'].rpartition(':')[0]}::{e['id']}" for e in missing],
     }, warnings
@@ -154,6 +160,8 @@ def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, A
 def _citation_ok(entry: Mapping[str, Any]) -> bool:
     from pytest_vgate.citations import CitationResult
 
+    if isinstance(entry.get("ok"), bool):  # the item's own word, when the report has it
+        return bool(entry["ok"])
     try:
         ok = CitationResult.from_dict(entry["result"]).ok
     except (KeyError, TypeError, ValueError):
@@ -164,6 +172,8 @@ def _citation_ok(entry: Mapping[str, Any]) -> bool:
 def merged_failed(report: Mapping[str, Any]) -> bool:
     """What would have failed a single run: a failed gate, a missing gate, a bad citation."""
     if any(gate_state(e) == "failed" for e in report["gates"]):
+        return True
+    if not all(d.get("ok") for d in report.get("citation_documents") or ()):
         return True
     return not all(_citation_ok(c) for c in report["citations"])
 
@@ -205,6 +215,9 @@ def render_summary(
         payloads[str(entry.get("nodeid") or entry["id"])] = dict(entry)
     for entry in report["citations"]:
         payloads[str(entry.get("nodeid") or entry.get("source"))] = {**entry, "kind": "citation"}
+    for entry in report.get("citation_documents") or ():
+        key = str(entry.get("nodeid") or entry.get("document"))
+        payloads[key] = {**entry, "kind": "citation-document"}
     terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
     res = SimpleNamespace(warnings=list(warnings))
     write_summary(terminal, payloads, res)  # type: ignore[arg-type]

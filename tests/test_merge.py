@@ -29,7 +29,7 @@ PASSING_GATES = GATES.replace(
 """,
     "",
 )
-GOOD_ANSWER = ANSWER.splitlines()[0] + "\n"  # without the fabricated citation
+GOOD_ANSWER = "".join(ANSWER.splitlines(keepends=True)[:2])  # no fabricated citation
 SHARDS = ("fix", "not fix")  # -k: fix-add and its test / everything else
 WHEN = re.compile(r" at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")  # when each red ran
 

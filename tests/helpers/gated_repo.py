@@ -37,7 +37,9 @@ GATES = """\
     citations: [answer.md]
 """
 ANSWER = (
-    "The sum is in pkg/mathx.py:1 and the tests in tests/test_basic.py:4.\nSee pkg/mathx.py:90.\n"
+    "The function `add` is defined at pkg/mathx.py:1.\n"
+    "The test `test_neg` is at tests/test_basic.py:4.\n"
+    "See pkg/mathx.py:90.\n"
 )
 
 
