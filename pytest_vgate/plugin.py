@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_vgate import collection as _collection
-from pytest_vgate import guard
+from pytest_vgate import guard, remote
 from pytest_vgate import items as _items
-from pytest_vgate import remote
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.controller import Controller
