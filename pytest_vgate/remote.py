@@ -114,7 +114,7 @@ def adopt_remote(
         res.inventories[str(root)] = inventory
         found.extend(_tool_differences(theirs.get("tools", {}), inventory))
         ledger = Ledger(str(theirs.get("ledger") or Ledger.default(root).path))
-        tree = tree_state(root, exclude=[*exclude, ledger.file])
+        tree = tree_state(root, exclude=[*exclude, ledger.file, *res.own_files])
         if tree.commit != theirs.get("commit"):
             found.append(
                 f"this checkout is at commit {tree.commit}, the controller's at "
