@@ -186,6 +186,7 @@ class _Terminal:
         self.out = out
         width = shutil.get_terminal_size(fallback=(80, 24)).columns
         self.width = width if width >= 40 else 80
+        self._tw = SimpleNamespace(fullwidth=self.width)  # what summary.py reads the width from
         self.config = SimpleNamespace(
             option=SimpleNamespace(verbose=verbose), rootpath=Path(rootdir)
         )
@@ -219,7 +220,10 @@ def render_summary(
         key = str(entry.get("nodeid") or entry.get("document"))
         payloads[key] = {**entry, "kind": "citation-document"}
     terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
-    res = SimpleNamespace(warnings=list(warnings))
+    files = dict.fromkeys(_source_file(e)[0] for e in report["gates"] if e.get("source"))
+    res = SimpleNamespace(
+        warnings=list(warnings), settings=SimpleNamespace(gates_files=list(files))
+    )
     write_summary(terminal, payloads, res)  # type: ignore[arg-type]
     if report.get("missing"):
         terminal.write_line(f"gates missing from every shard: {len(report['missing'])}", red=True)

@@ -110,7 +110,7 @@ def adopt_remote(
             known = ", ".join(sorted(theirs_by_rel)) or "none"
             found.append(f"the controller has no gates root {rel!r} (it has: {known})")
             continue
-        inventory = ToolInventory.build(tool_ids(files), root=root, path_env=os.environ.get("PATH"))
+        inventory = ToolInventory.build(tool_ids(files), root=root, path_env=res.starting_path)
         res.inventories[str(root)] = inventory
         found.extend(_tool_differences(theirs.get("tools", {}), inventory))
         ledger = Ledger(str(theirs.get("ledger") or Ledger.default(root).path))
