@@ -30,7 +30,7 @@ from pytest_vgate.session import RESOURCES, Resources, is_worker
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
-from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
+from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec, spawner
 
 # Taken when pytest loads the plugin, before any conftest: the tools of the session are
 # found on this PATH, whatever a conftest later prepends (a shim that exits 0).
@@ -60,6 +60,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     settings = read_settings(config)
+    spawner.set_isolation(settings.isolation)  # the verifier processes' containment
     res = Resources(
         settings=settings,
         own_files=own_output_files(config, settings),

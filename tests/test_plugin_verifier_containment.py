@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+import time
 
 import pytest
-from helpers.procs import PY, new_marker, unshare_available
+from helpers.junit import junit_cases
+from helpers.procs import PY, as_unprivileged, new_marker, unshare_available
 
 from pytest_vgate.process import contain
 
@@ -94,3 +95,95 @@ def test_without_isolation_the_snooping_verifier_finds_the_secret(
     """The control: with --vgate-isolation off the same verifier leaks it (documented)."""
     secret, written = _session(pytester, [], "--vgate-isolation", "off")
     assert secret in written
+
+
+SLEEPER = """
+import os, time
+from pytest_vgate import verifier
+
+@verifier(id="sleeper")
+def sleeper(ctx):
+    (ctx.root / "ns").write_text(os.readlink("/proc/self/ns/pid"))
+    time.sleep(300)
+
+def test_plain():
+    pass
+"""
+
+
+def _in_namespace(ns: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == ns:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not NAMESPACE_HERE, reason="no private PID namespace here")
+def test_a_killed_session_leaves_nothing_in_the_verifiers_namespace(
+    pytester: pytest.Pytester,
+) -> None:
+    """SIGKILL to pytest mid-verifier: every process of the verifiers' namespace ends
+    (found by the namespace itself: the pids a verifier sees there are not ours)."""
+    pytester.makepyfile(test_sleeper=SLEEPER)
+    session = subprocess.Popen(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "test_sleeper.py"],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    record = pytester.path / "ns"
+    try:
+        end = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < end:
+            time.sleep(0.05)
+        ns = record.read_text()
+        assert ns != os.readlink("/proc/self/ns/pid")  # not ours: a namespace of its own
+        assert _in_namespace(ns), "the verifier's namespace is not visible from here"
+    finally:
+        session.kill()
+        session.wait()
+    end = time.monotonic() + 15
+    while time.monotonic() < end and _in_namespace(ns):
+        time.sleep(0.05)
+    assert _in_namespace(ns) == [], "a verifier or its zygote survived"
+
+
+STRICT = """
+from pytest_vgate import verifier
+
+@verifier(id="strict")
+def strict(ctx):
+    return True
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.skipif(not unshare_available(), reason="needs unshare(1) and user namespaces")
+def test_strict_without_namespaces_fails_the_verifier_with_sandbox(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_strict=STRICT)
+    junit = pytester.path / "junit.xml"
+    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--vgate-isolation", "strict",
+            "-rA", f"--junitxml={junit}", "test_strict.py"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        as_unprivileged(argv, userns=False),
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    cases = junit_cases(junit)
+    [case] = [c for name, c in cases.items() if "strict" in name]
+    assert (case["vgate_mode"], case["vgate_cause"]) == ("sandbox", "environment"), case
+    assert "required isolation missing" in done.stdout

@@ -378,7 +378,16 @@ def test_ctrl_c_stops_the_session_and_kills_the_verifier(
     pytester: pytest.Pytester, dist_args: list[str]
 ) -> None:
     pytester.makepyfile(test_sleeper=SLEEPER_WITH_PID)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *dist_args]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        *dist_args,
+        "--vgate-isolation",
+        "off",
+    ]  # fmt: skip  (the pids it writes are ours)
     # Its own process group, as a terminal's foreground job: Ctrl-C reaches the group
     # (pytest and, under xdist, its workers), not the verifier, which leads its own.
     proc = pytester.popen(argv, stdin=None, start_new_session=True)

@@ -422,7 +422,7 @@ def test_plain():
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 def test_no_zygote_outlives_the_session(run_vgate, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_family=SURVIVORS)
-    result, _ = run_vgate()
+    result, _ = run_vgate("--vgate-isolation", "off")  # the pids it writes are ours
     assert result.ret == 0, result.stdout.str()
     [record] = list(pytester.path.glob("family-*"))
     pids = [int(p) for p in record.read_text().split()]
@@ -499,7 +499,16 @@ def test_a_killed_session_leaves_no_verifier_or_zygote(pytester: pytest.Pytester
     kill what they forked and exit."""
     pytester.makepyfile(test_sleeper=SLEEPER)
     session = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_sleeper.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "test_sleeper.py",
+            "--vgate-isolation",
+            "off",
+        ],
         cwd=pytester.path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from pytest_vgate.verifiers import (
     find_verifier_spec,
     run_verifier_refs,
     run_verifiers,
+    spawner,
     verifier,
 )
 
@@ -44,6 +46,18 @@ from pytest_vgate.verifiers import (
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+def group_isolation() -> Iterator[None]:
+    """Verifier processes outside a PID namespace, for the tests that find them by the
+    pids they write (a namespace's pids are not ours); the namespace has its own tests
+    (test_plugin_verifier_containment.py)."""
+    spawner.set_isolation("off")
+    try:
+        yield
+    finally:
+        spawner.set_isolation("auto")
 
 
 @pytest.fixture
@@ -327,6 +341,7 @@ def test_invalid_timeout_is_an_error_not_a_pass(folder: Path, zoo: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("function", ["spin", "sleep_in_c"])
+@pytest.mark.usefixtures("group_isolation")
 def test_hang_past_the_deadline_is_a_timeout_and_the_child_is_killed(
     folder: Path, function: str
 ) -> None:
@@ -494,6 +509,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
+@pytest.mark.usefixtures("group_isolation")
 def test_a_spare_that_died_waiting_is_replaced_not_reported(folder: Path) -> None:
     """Killed before it got a job (OOM killer, a stray kill): not the next verifier's crash."""
     module = write_module(folder, FRESH_MODULE + IMPORTER)
@@ -782,9 +798,10 @@ INTERRUPT_SCRIPT = """
 import os, signal, sys, threading, time
 from pathlib import Path
 from pytest_vgate.process import pid_alive
-from pytest_vgate.verifiers import VerifierTarget, call_verifier, run_verifiers
+from pytest_vgate.verifiers import VerifierTarget, call_verifier, run_verifiers, spawner
 
 folder = Path(sys.argv[1])
+spawner.set_isolation("off")  # the pids the verifiers write are ours
 if __name__ == "__main__":
     def interrupt_when_running():  # every verifier has written its pid (60 s at most)
         end = time.monotonic() + 60

@@ -179,6 +179,16 @@ class Shepherd:
                 self.proc.wait(timeout=5.0)
 
 
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (as this process sees them); [] when unknown."""
+    return _children(pid)
+
+
+def ns_pid(pid: int) -> int | None:
+    """``pid``'s pid in its innermost PID namespace (``NSpid``); None when unknown."""
+    return _ns_pid(pid)
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     try:

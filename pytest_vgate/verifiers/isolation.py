@@ -373,6 +373,8 @@ def _take_child(zygote: spawner.ModuleZygote, deadline: float) -> tuple[int, lis
         if zygote.oneshot:
             answer, fds = zygote.control.request({"op": "call"})
             pid = answer.get("pid")
+            if isinstance(pid, int):  # itself: our pid of it
+                pid = zygote.control.host_pid(pid)
         else:
             pid, fds = zygote.control.take_spare(wait)
         if len(fds) != 2 or not isinstance(pid, int):
@@ -588,6 +590,9 @@ def _run_call(
             deadline,
             call.capture_limit,
         )
+    except spawner.IsolationMissing as exc:  # --vgate-isolation strict
+        call.host.close()
+        return VerifierResult.failure(call.name, Mode.SANDBOX, str(exc))
     except spawner.ZygoteError as exc:
         return VerifierResult.failure(
             call.name, Mode.CRASH, f"could not start the verifier's process: {exc}"

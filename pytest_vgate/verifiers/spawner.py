@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.cell import build_env, check_cell
-from pytest_vgate.process import BoundedCapture, start_helper
+from pytest_vgate.process import BoundedCapture, contain, start_helper
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.zygote import BOOT
 
@@ -43,6 +43,10 @@ class ZygoteError(Exception):
     """A zygote could not be started or stopped answering; the call is a crash."""
 
 
+class IsolationMissing(ZygoteError):
+    """``--vgate-isolation strict`` and no private PID namespace here: mode ``sandbox``."""
+
+
 class Control:
     """A control socket to a zygote: requests answered in order, and the spare children a
     module zygote offers unasked (kept until a call takes one)."""
@@ -51,6 +55,13 @@ class Control:
         self.sock = sock
         self.pid = pid
         self.reaper = reaper  # who collects this zygote's exit (None: the Popen object)
+        # In a PID namespace of the base zygote's the pids zygotes report are not ours:
+        # ``host_pid`` finds ours among the children of ``tree`` (kill by ours, ask the
+        # zygote to reap by its own, which ``reap`` looks up).
+        self.pidns = False
+        self.ns_pid = pid  # this zygote's pid as it sees itself
+        self.tree = pid  # the process whose children this zygote's children are
+        self._ns_of: dict[int, int] = {}
         self.lock = threading.Lock()
         self.broken = False
         self._inbox = wire.Inbox(sock)
@@ -111,17 +122,36 @@ class Control:
                 _, fds = self._receive(end - time.monotonic())
                 for fd in fds:  # an answer nobody waits for
                     os.close(fd)
-            spare = self._spares.pop(0)
+            pid, fds = self._spares.pop(0)
             try:
                 wire.send(self.sock, {"op": "more"})
             except OSError:
                 self.broken = True
-            return spare
+        try:
+            return self.host_pid(pid), fds
+        except ZygoteError:
+            for fd in fds:
+                os.close(fd)
+            raise
+
+    def host_pid(self, pid: int) -> int:
+        """Our pid of the process this zygote calls ``pid`` (its child, or itself)."""
+        if not self.pidns:
+            return pid
+        if pid == self.ns_pid:
+            return self.pid
+        for kid in contain.children(self.tree):
+            if contain.ns_pid(kid) == pid:
+                self._ns_of[kid] = pid
+                return kid
+        raise ZygoteError(f"the verifier zygote's process {pid} is not among its children")
 
     def reap(self, pid: int, status: bool = False) -> int | None:
         """Have ``pid`` (a child of this zygote) killed with its group and collected."""
         try:
-            answer, _ = self.request({"op": "reap", "pid": pid, "status": status}, reply=status)
+            theirs = self._ns_of.get(pid, pid) if self.pidns else pid
+            message = {"op": "reap", "pid": theirs, "status": status}
+            answer, _ = self.request(message, reply=status)
         except ZygoteError:
             return None
         code = answer.get("status")
@@ -158,18 +188,34 @@ class ImportFailure:
 
 _lock = threading.Lock()
 _base: tuple[Control, Any] | None = None  # (control, Popen)
+_isolation = "auto"  # --vgate-isolation (set_isolation): the base zygote's containment
+_missing: str | None = None  # strict, and why the base zygote has no namespace here
 _modules: dict[tuple[Any, ...], ModuleZygote] = {}
 _key_locks: dict[tuple[Any, ...], threading.Lock] = {}
 _threaded: set[tuple[Any, ...]] = set()
 _cells = ExitStack()
 
 
+def set_isolation(isolation: str) -> None:
+    """``--vgate-isolation`` for the verifier processes (auto, strict, off): ``auto`` and
+    ``strict`` start the base zygote -- and so every verifier process -- in a private PID
+    namespace with its own ``/proc`` where possible; ``strict`` fails without one."""
+    global _isolation, _missing
+    if isolation not in contain.ISOLATION_CHOICES:
+        raise ValueError(f"isolation must be one of {contain.ISOLATION_CHOICES}")
+    if isolation != _isolation:
+        shutdown()  # zygotes started under another setting (an earlier in-process session)
+    _isolation, _missing = isolation, None
+
+
 def _base_control() -> Control:
     """The base zygote, started on first use (and again if it died)."""
-    global _base
+    global _base, _missing
     with _lock:
         if _base is not None and not _base[0].broken and _base[1].poll() is None:
             return _base[0]
+        if _missing is not None:
+            raise IsolationMissing(_missing)
         if _base is not None:
             _stop_base(_base)
         ours, theirs = socket.socketpair()
@@ -183,6 +229,7 @@ def _base_control() -> Control:
             json.dumps(sys.path),
             str(theirs.fileno()),
             json.dumps(preload),
+            "none" if _isolation == "off" else "namespace",
         ]
         try:
             proc = start_helper(argv, env=env, cwd=os.getcwd(), pass_fds=[theirs.fileno()])
@@ -191,7 +238,26 @@ def _base_control() -> Control:
             raise ZygoteError(f"could not start the verifier zygote: {exc}") from None
         finally:
             theirs.close()
-        _base = (Control(ours, proc.pid, None), proc)
+        base = (Control(ours, proc.pid, None), proc)
+        try:
+            with base[0].lock:
+                hello, fds = base[0]._next(REPLY_TIMEOUT)
+            for fd in fds:
+                os.close(fd)
+        except BaseException:
+            _stop_base(base)
+            raise
+        if _isolation == "strict" and hello.get("isolation") != "namespace":
+            _stop_base(base)
+            _missing = f"required isolation missing: {hello.get('detail', hello)}"
+            raise IsolationMissing(_missing)
+        if hello.get("pidns"):  # its pids are its namespace's; it is our child's child
+            kids = contain.children(proc.pid)
+            if len(kids) != 1:
+                _stop_base(base)
+                raise ZygoteError("the verifier zygote's namespace has no single init")
+            base[0].pidns, base[0].tree, base[0].ns_pid = True, kids[0], 1
+        _base = base
         return _base[0]
 
 
@@ -303,7 +369,14 @@ def _start_module(
         for fd in fds:
             os.close(fd)
         raise ZygoteError(f"unexpected answer from the verifier zygote: {answer}")
-    control = Control(socket.socket(fileno=fds[0]), int(answer["pid"]), base)
+    try:
+        host = base.host_pid(int(answer["pid"]))
+    except ZygoteError:
+        os.close(out_r)
+        os.close(fds[0])
+        raise
+    control = Control(socket.socket(fileno=fds[0]), host, base)
+    control.pidns, control.ns_pid = base.pidns, int(answer["pid"])
     capture = BoundedCapture(capture_limit)
     try:
         ready = _wait_ready(control, out_r, capture, deadline)

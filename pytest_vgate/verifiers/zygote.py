@@ -46,7 +46,7 @@ from pytest_vgate.verifiers.target import VerifierImportError, extend_sys_path, 
 BOOT = (
     "import sys, json; sys.path[:0] = json.loads(sys.argv[1]); "
     "from pytest_vgate.verifiers.zygote import base_main; "
-    "base_main(int(sys.argv[2]), json.loads(sys.argv[3]))"
+    "base_main(int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4])"
 )
 
 
@@ -90,9 +90,30 @@ def _shutdown(children: set[int], grace: float = 0.0) -> NoReturn:
     os._exit(0)
 
 
-def base_main(fd: int, preload: list[str]) -> None:
-    """The base zygote's loop (see the module docstring)."""
+def _contain(ctl: socket.socket, want: str) -> tuple[str, str]:
+    """Enter a private PID and mount namespace with its own ``/proc`` when ``want`` is
+    ``namespace`` (the shepherd's code: we become its init, the process the pytest
+    process started waits outside); (level, detail): level ``namespace`` or ``none``."""
+    if want != "namespace":
+        return "none", "--vgate-isolation off"
+    import ctypes
+
+    from pytest_vgate.process import shepherd
+
+    try:
+        shepherd.enter_namespace(ctypes.CDLL(None, use_errno=True), ctl)
+    except OSError as exc:
+        return "none", f"no private PID namespace: {exc.strerror or exc}"
+    return "namespace", "private PID namespace and /proc"
+
+
+def base_main(fd: int, preload: list[str], want: str = "none") -> None:
+    """The base zygote's loop (see the module docstring). Its first message says what
+    contains it: ``{"isolation": LEVEL, "detail": TEXT, "pidns": BOOL}`` (``pidns``: the
+    pids we report are those of a namespace of our own)."""
     ctl = socket.socket(fileno=fd)
+    level, detail = _contain(ctl, want)
+    wire.send(ctl, {"isolation": level, "detail": detail, "pidns": os.getpid() == 1})
     for name in preload:
         with suppress(BaseException):  # a preload is an optimisation
             __import__(name)
