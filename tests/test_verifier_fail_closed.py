@@ -387,7 +387,7 @@ def test_ctrl_c_stops_the_session_and_kills_the_verifier(
         *dist_args,
         "--vgate-isolation",
         "off",
-    ]  # fmt: skip  (the pids it writes are ours)
+    ]  # outside a PID namespace: the pids the verifier writes are ours
     # Its own process group, as a terminal's foreground job: Ctrl-C reaches the group
     # (pytest and, under xdist, its workers), not the verifier, which leads its own.
     proc = pytester.popen(argv, stdin=None, start_new_session=True)

@@ -367,6 +367,7 @@ def test_hang_past_the_deadline_is_a_timeout_and_the_child_is_killed(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("group_isolation")
 def test_processes_the_verifier_started_itself_die_with_it(folder: Path) -> None:
     module = write_module(
         folder,
