@@ -4,11 +4,6 @@ Each route is a small real project (files, arguments, environment) run as a real
 session, plain and under ``-n 2``; each must end red (a non-zero exit) and name the gate.
 When a new route is found, add it to ``ROUTES`` first (it fails), then close it.
 
-Routes still to add here once their fixes land (other branches):
-- a verifier that forges its grounding record (appends to ``ctx._runs``): ``ungrounded``;
-- a verifier with ``isolation="inline"`` that calls ``os._exit(0)``;
-- a verifier whose pass contradicts its tool run (an ignored non-zero exit).
-
 Known routes no plugin can close from inside the session (documented in docs/modes.md):
 ``-p no:vgate`` (or ``PYTEST_ADDOPTS=-p no:vgate``) with gates named only in the ini file
 (name them with ``--vgate`` on the command line: pytest then stops with a usage error);
@@ -55,6 +50,33 @@ pytestmark = pytest.mark.xfail
 @verifier(id="answers-no")
 def check(ctx):
     return Outcome.failed("the product says no")
+"""
+
+FORGED_GROUNDING = """
+from pytest_vgate import verifier
+
+@verifier(id="answers-no", tools=["sh"])
+def check(ctx):
+    ctx.__dict__.setdefault("_runs", []).append(object())
+    return True
+"""
+
+INLINE_EXIT_0 = """
+import os
+from pytest_vgate import verifier
+
+@verifier(id="answers-no", isolation="inline")
+def check(ctx):
+    os._exit(0)
+"""
+
+UNBOUND_PASS = """
+from pytest_vgate import verifier
+
+@verifier(id="answers-no", tools=["sh"])
+def check(ctx):
+    ctx.run("sh", "-c", "exit 3")
+    return True
 """
 
 INNER_HIDES = """
@@ -215,6 +237,15 @@ ROUTES: dict[str, Route] = {
             "conftest.py": SHIM,
         },
         words=("answers-no", "exit code 3"),
+    ),
+    "a-verifier-forges-its-grounding-record": Route(
+        files={"test_checks.py": FORGED_GROUNDING}, args=(), words=("answers-no", "ungrounded")
+    ),
+    "an-inline-verifier-calls-os-exit-0": Route(
+        files={"test_checks.py": INLINE_EXIT_0}, args=(), words=("answers-no", "crash")
+    ),
+    "a-verifier-passes-after-its-tool-exited-non-zero": Route(
+        files={"test_checks.py": UNBOUND_PASS}, args=(), words=("answers-no", "unbound pass")
     ),
 }
 
