@@ -413,7 +413,7 @@ def _watch(
             fd = int(key.fd)
             if fd == pidfd:
                 continue  # handled by _main_exited below
-            if not _read_some(fd, captures[fd]):
+            if not drain(fd, captures[fd]):
                 sel.unregister(fd)
                 open_fds.discard(fd)
         if not exited and _main_exited(proc):
@@ -438,9 +438,10 @@ def _watch(
                 return timed_out  # unkillable (stuck in the kernel): stop waiting
 
 
-def _read_some(fd: int, capture: _Capture) -> bool:
-    """Read what is available (bounded per call to stay responsive); False at EOF."""
-    for _ in range(16):
+def drain(fd: int, capture: _Capture, *, rounds: int = 16) -> bool:
+    """Read what a non-blocking fd has now into ``capture``, at most ``rounds`` chunks (to
+    stay responsive); False at end of stream. Every reader of a check's output uses it."""
+    for _ in range(rounds):
         try:
             data = os.read(fd, CHUNK)
         except BlockingIOError:

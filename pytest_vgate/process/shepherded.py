@@ -17,8 +17,8 @@ from pytest_vgate.process import (
     ProcessResult,
     _Capture,
     _classify,
-    _read_some,
     _spawn_failure,
+    drain,
 )
 from pytest_vgate.process.contain import POOL, Shepherd, ShepherdError
 
@@ -137,7 +137,7 @@ def _watch_shepherd(
                     code = -signal.SIGKILL
                 exited = True
                 drain_until = time.monotonic() + DRAIN_GRACE
-            elif not _read_some(fd, captures[fd]):
+            elif not drain(fd, captures[fd]):
                 sel.unregister(fd)
                 open_fds.discard(fd)
         now = time.monotonic()

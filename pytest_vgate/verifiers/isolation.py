@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.cell import build_env, cell_is_clean, check_cell, pooled_cell, remove_tree
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, BoundedCapture, kill_process_group
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, BoundedCapture, drain, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
@@ -221,7 +221,7 @@ class _Call:
                 died = False
                 for key, _ in events:
                     if key.fd == out_fd:
-                        if not _drain(out_fd, self.capture):
+                        if not drain(out_fd, self.capture, rounds=64):
                             sel.unregister(out_fd)
                     elif key.fd == pidfd:
                         died = True
@@ -233,7 +233,7 @@ class _Call:
                     for message in messages:
                         done = self._handle(message, sock, started, deadline)
                         if done is not None:
-                            _drain(out_fd, self.capture)  # printed before it answered
+                            drain(out_fd, self.capture, rounds=64)  # printed before it answered
                             return done
                     if not sock_open:
                         sel.unregister(sock)
@@ -317,7 +317,7 @@ class _Call:
                 sel.register(out_fd, selectors.EVENT_READ)
                 if sel.select(DUMP_GRACE):
                     time.sleep(0.05)  # the rest of the dump
-                    _drain(out_fd, self.capture)
+                    drain(out_fd, self.capture, rounds=64)
         self.kill()
         self.host.close()
         _drain_until_closed(out_fd, self.capture)
@@ -433,21 +433,6 @@ def _receive(sock: Any, reader: wire.FrameReader) -> tuple[list[dict[str, Any]],
     return messages, True
 
 
-def _drain(fd: int, capture: BoundedCapture) -> bool:
-    """Read what is available now (bounded per call); False at end of stream."""
-    for _ in range(64):
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        if not data:
-            return False
-        capture.feed(data)
-    return True
-
-
 def _drain_until_closed(fd: int, capture: BoundedCapture) -> None:
     """Read a dead child's output until every writer is gone, ``DRAIN_GRACE`` at most
     (a grandchild it left may hold the pipe)."""
@@ -455,7 +440,7 @@ def _drain_until_closed(fd: int, capture: BoundedCapture) -> None:
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while time.monotonic() < until:
-            if sel.select(until - time.monotonic()) and not _drain(fd, capture):
+            if sel.select(until - time.monotonic()) and not drain(fd, capture, rounds=64):
                 return
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.cell import build_env, check_cell
-from pytest_vgate.process import BoundedCapture, contain, start_helper
+from pytest_vgate.process import BoundedCapture, contain, drain, start_helper
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.zygote import BOOT
 
@@ -36,7 +36,6 @@ from pytest_vgate.verifiers.zygote import BOOT
 PRELOAD_IF_IMPORTED: tuple[str, ...] = ("pytest",)
 MAX_MODULE_ZYGOTES = 32  # kept at once; the least recently used one goes first
 REPLY_TIMEOUT = 30.0  # seconds a zygote gets to answer a request (it answers at once)
-CHUNK = 1 << 16
 
 
 class ZygoteError(Exception):
@@ -316,21 +315,6 @@ def _key(
     return (module, file, tuple(sys_path), cwd, root)
 
 
-def _drain(fd: int, capture: BoundedCapture) -> bool:
-    """Read what is available from a non-blocking fd; False at end of stream."""
-    for _ in range(64):
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        if not data:
-            return False
-        capture.feed(data)
-    return True
-
-
 def _start_module(
     module: str,
     file: str | None,
@@ -417,7 +401,7 @@ def _wait_ready(
                 return None
             for key, _ in sel.select(remaining):
                 if key.fd == out_r:
-                    if not _drain(out_r, capture):
+                    if not drain(out_r, capture, rounds=64):
                         sel.unregister(out_r)
                     continue
                 with control.lock:  # readable: the ready message is on its way
@@ -425,7 +409,7 @@ def _wait_ready(
                 for fd in fds:
                     os.close(fd)
                 with suppress(OSError):
-                    while _drain(out_r, capture):  # what the import printed
+                    while drain(out_r, capture, rounds=64):  # what the import printed
                         if not sel.select(0.05):
                             break
                 return message
