@@ -68,5 +68,5 @@ def header_lines(settings: Settings) -> list[str]:
     if level != "namespace" and settings.isolation != "off":
         line += f" [{detail}]"
         if settings.isolation == "strict":
-            line += "; command checks fail with mode sandbox"
+            line += "; command checks and verifiers fail with mode sandbox"
     return [line]

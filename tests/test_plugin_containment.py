@@ -250,7 +250,7 @@ def test_strict_without_namespaces_fails_the_gate_with_sandbox(pytester: pytest.
     assert (cases["g"]["vgate_mode"], cases["g"]["vgate_cause"]) == ("sandbox", "environment")
     assert "required isolation missing" in done.stdout
     assert "vgate: isolation strict: subreaper" in done.stdout
-    assert "command checks fail with mode sandbox" in done.stdout
+    assert "command checks and verifiers fail with mode sandbox" in done.stdout
 
 
 def test_isolation_option_rejects_unknown_levels(pytester: pytest.Pytester) -> None:
