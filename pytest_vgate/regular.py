@@ -79,13 +79,18 @@ def open_regular(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) 
     return fd
 
 
+def read_all(fd: int) -> bytes:
+    """Every byte left in an open file descriptor, read in 1 MiB steps."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def read_regular(path: Path | str) -> bytes:
     """All bytes of a regular file; ``NotRegularFile`` (an ``OSError``) for anything else."""
     fd = open_regular(path)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_all(fd)
     finally:
         os.close(fd)

@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pytest_vgate.evidence.record import Record
-from pytest_vgate.regular import open_regular
+from pytest_vgate.regular import open_regular, read_all
 
 LEDGER_DIRNAME = ".vgate"
 LEDGER_FILENAME = "ledger.jsonl"
@@ -137,10 +137,7 @@ class Ledger:
         fd = open_regular(self.file)
         try:
             _lock(fd, fcntl.LOCK_SH, 2.0)  # best effort: avoids reading a half-written batch
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return read_all(fd)
         finally:
             os.close(fd)
 
