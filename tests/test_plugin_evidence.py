@@ -249,7 +249,9 @@ def _ledger(root: Path) -> Path:
     return root / ".vgate" / "ledger.jsonl"
 
 
-def test_a_forged_ledger_line_proves_nothing(repo: EvidenceRepo, pytester: pytest.Pytester) -> None:
+def test_a_forged_ledger_line_proves_nothing(
+    repo: EvidenceRepo, pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
     write_gates(repo.root, TRIVIAL)
     first, _ = run_plain(pytester, "gates.yaml", "--vgate", "gates.yaml")
     assert first.ret == 0, first.stdout.str()
@@ -259,7 +261,7 @@ def test_a_forged_ledger_line_proves_nothing(repo: EvidenceRepo, pytester: pytes
     with _ledger(repo.root).open("a") as fh:
         fh.write(json.dumps(record) + "\n")
     result, cases = run_plain(
-        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red"
+        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red", *dist_args
     )
     assert_clean(result)
     assert (cases["trivial"]["outcome"], cases["trivial"]["vgate_rbg"]) == ("failure", "unproven")
@@ -269,7 +271,10 @@ def test_a_forged_ledger_line_proves_nothing(repo: EvidenceRepo, pytester: pytes
 
 
 def test_a_ledger_copied_from_another_repository_proves_nothing(
-    repo: EvidenceRepo, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    repo: EvidenceRepo,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    dist_args: list[str],
 ) -> None:
     other = make_evidence_repo(pytester.path, name="other")
     for made in (repo, other):
@@ -286,7 +291,7 @@ def test_a_ledger_copied_from_another_repository_proves_nothing(
     _ledger(repo.root).write_bytes(_ledger(other.root).read_bytes())
     monkeypatch.chdir(repo.root)
     result, cases = run_plain(
-        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red"
+        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red", *dist_args
     )
     assert_clean(result)
     assert (cases["trivial"]["outcome"], cases["trivial"]["vgate_rbg"]) == ("failure", "unproven")
@@ -294,7 +299,7 @@ def test_a_ledger_copied_from_another_repository_proves_nothing(
 
 
 def test_a_typo_red_then_the_typo_fixed_is_not_proven(
-    repo: EvidenceRepo, pytester: pytest.Pytester
+    repo: EvidenceRepo, pytester: pytest.Pytester, dist_args: list[str]
 ) -> None:
     """The fixed code was never red: only the test with a typo was."""
     test = repo.root / "tests" / "test_new.py"
@@ -312,7 +317,7 @@ def test_a_typo_red_then_the_typo_fixed_is_not_proven(
     assert (cases["new-test"]["outcome"], cases["new-test"]["vgate_exit_code"]) == ("failure", "1")
     test.write_text(test.read_text().replace("== 6", "== 5"))
     result, cases = run_plain(
-        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red"
+        pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-require-red", *dist_args
     )
     assert_clean(result)
     assert (cases["new-test"]["outcome"], cases["new-test"]["vgate_rbg"]) == (
