@@ -156,13 +156,15 @@ def test_a_fifo_as_the_gates_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_session_with_a_fifo_ledger_ends_with_a_warning(pytester: pytest.Pytester) -> None:
+def test_a_session_with_a_fifo_ledger_ends_with_a_warning(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
     pytester.makefile(".yaml", gates=f"gates:\n  - id: ok\n    check: {sys.executable} -c pass\n")
     os.mkfifo(pytester.path / "ledger.jsonl")
     try:
         result = pytester.runpytest_subprocess(
             "-p", "no:cacheprovider", "gates.yaml", "--vgate", "gates.yaml",
-            "--vgate-ledger", "ledger.jsonl", timeout=HANG_BOUND * 2,
+            "--vgate-ledger", "ledger.jsonl", *dist_args, timeout=HANG_BOUND * 2,
         )  # fmt: skip
     except subprocess.TimeoutExpired:  # pragma: no cover - what this test guards against
         pytest.fail("the session hung on a FIFO at the ledger path")
