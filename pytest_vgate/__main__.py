@@ -11,7 +11,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "merge":
         print(USAGE, file=sys.stderr)
         return 4
-    from pytest_vgate.merge import main as merge
+    from pytest_vgate.plugin.merge import main as merge
 
     return merge(argv[1:])
 

@@ -1,6 +1,6 @@
 """``--vgate-init BASE``: gates for the tests a change added or changed.
 
-Pure core. The pytest layer (``init_plugin``) collects the changed test files with
+Pure core. The pytest layer (``plugin/init_plugin.py``) collects the changed test files with
 pytest itself and hands over one ``CollectedTest`` per test; this module reads the diff
 from BASE to the working tree (``changed_lines``), keeps the tests whose source (or
 whose class's own code) the diff touches (``select_tests``), and writes a gates file with

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.runner import RunContext, gate_timeout
+from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 from pytest_vgate.verifiers import Outcome

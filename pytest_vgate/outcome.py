@@ -23,7 +23,8 @@ from pytest_vgate.evidence.reach import (
 )
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
-from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import JUDGMENT_TYPES, run_check
 from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 from pytest_vgate.why import explain

@@ -13,16 +13,17 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate import bytecode
 from pytest_vgate.causes import command_cause
 from pytest_vgate.cell import build_env, pooled_cell
-from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.measure import MEASURED_KEY, Measured
 from pytest_vgate.measure import start as start_measuring
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, ProcessResult, run_process
+from pytest_vgate.process import ProcessResult, run_process
+from pytest_vgate.run_context import DEFAULT_TIMEOUT, RunContext, gate_timeout
 from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
@@ -31,35 +32,7 @@ if TYPE_CHECKING:
     from pytest_vgate.citations import Citation, CitationChecker, CitationResult
     from pytest_vgate.verifiers import VerifierTarget
 
-DEFAULT_TIMEOUT = 60.0
 JUDGMENT_TYPES = (GateType.SEMANTIC, GateType.SELF_REVIEW)
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """Everything a run needs besides the gate, passed as values (never a pytest config).
-
-    ``root`` is the tree the check runs on: the gates root, or its image inside the
-    base worktree for a red run. ``inventory`` is the session's tool inventory; without
-    one (library use) tools are resolved on the spot. With ``measure``, a command check's
-    Python processes are measured and the verdict's ``extra[MEASURED_KEY]`` holds the
-    ``Measured`` (the caller takes it out before the verdict is serialised).
-    """
-
-    root: Path
-    default_timeout: float = DEFAULT_TIMEOUT
-    caller_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    inventory: ToolInventory | None = None
-    capture_limit: int = DEFAULT_CAPTURE_LIMIT
-    sys_path: tuple[str, ...] = ()
-    # Judges semantic/self_review gates (pytest_vgate_judge, see judging.py); None: no judge.
-    judge: Callable[[Gate, RunContext], Verdict | None] | None = None
-    isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
-    measure: MeasureSpec | None = None
-
-
-def gate_timeout(gate: Gate, ctx: RunContext) -> float:
-    return gate.timeout if gate.timeout is not None else ctx.default_timeout
 
 
 def run_check(gate: Gate, ctx: RunContext) -> Verdict:

@@ -19,7 +19,8 @@ from helpers.git_repo import make_bugfix_repo
 
 from pytest_vgate import bytecode
 from pytest_vgate.process import run_process
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping
 from pytest_vgate.verdict import Mode
 

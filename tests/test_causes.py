@@ -18,7 +18,8 @@ from helpers.git_repo import git
 
 from pytest_vgate import run_oracle_check
 from pytest_vgate.evidence import is_genuine_red
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate, gate_from_mapping
 from pytest_vgate.verdict import Cause, Mode, Verdict
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pytest_vgate.exit_status import env_deselection, mark_reasons, nested_status, verdict_ok
+from pytest_vgate.plugin.exit_status import env_deselection, mark_reasons, nested_status, verdict_ok
 
 PY = shlex.quote(sys.executable)
 GATES = (

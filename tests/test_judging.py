@@ -24,7 +24,8 @@ from pytest_vgate.judging import (
     payload_state,
     verdict_from_judgment,
 )
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import run_check
 from pytest_vgate.spec import GateType
 
 

@@ -182,7 +182,7 @@ def test_gates_file_citations_with_a_glob(
 SPY_CONFTEST = """
 import os
 
-import pytest_vgate.citation_items as citation_items
+import pytest_vgate.plugin.citation_items as citation_items
 
 _real = citation_items.fix_documents
 

@@ -20,8 +20,8 @@ from pytest_vgate import process
 from pytest_vgate.process import (
     DEFAULT_CAPTURE_LIMIT,
     KILL_GRACE,
+    Capture,
     ProcessResult,
-    _Capture,
     kill_process_group,
     pid_alive,
     run_git,
@@ -297,7 +297,7 @@ def test_marker_appears_only_when_bytes_were_dropped(size: int, marked: bool) ->
     limit=st.integers(min_value=0, max_value=400),
 )
 def test_capture_keeps_exactly_head_and_tail(chunks: list[bytes], limit: int) -> None:
-    cap = _Capture(limit)
+    cap = Capture(limit)
     for c in chunks:
         cap.feed(c)
     data = b"".join(chunks)

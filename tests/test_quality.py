@@ -12,23 +12,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_vgate"
-# The pytest layer: the only modules allowed to import pytest.
-PYTEST_LAYER = {
-    "plugin.py",
-    "items.py",
-    "citation_items.py",
-    "controller.py",
-    "session.py",
-    "summary.py",
-    "options.py",
-    "hookspecs.py",
-    "extending.py",
-    "guard.py",
-    "init_plugin.py",
-    "header.py",
-    "collection.py",
-    "exit_status.py",
-}
 
 
 def _imports(path: Path) -> set[str]:
@@ -39,19 +22,6 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
     return names
-
-
-def core_modules() -> list[Path]:
-    return [
-        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).as_posix() not in PYTEST_LAYER
-    ]
-
-
-def test_the_core_never_imports_pytest() -> None:
-    offenders = [
-        str(p.relative_to(ROOT)) for p in core_modules() if _imports(p) & {"pytest", "_pytest"}
-    ]
-    assert not offenders, f"core modules importing pytest: {offenders}"
 
 
 def test_no_private_pytest_imports_anywhere() -> None:

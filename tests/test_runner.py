@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate import Mode, run_oracle_check
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import run_check
 from pytest_vgate.spec import GATE_KEYS, Gate
 from pytest_vgate.verdict import Cause
 

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from types import MappingProxyType
 
-from pytest_vgate.runner import RunContext, run_check
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate, gate_from_mapping
 from pytest_vgate.verdict import Mode
 

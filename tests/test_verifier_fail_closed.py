@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 import pytest_vgate
 from pytest_vgate.outcome import evaluate_gate
 from pytest_vgate.process import pid_alive
-from pytest_vgate.runner import RunContext
+from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Mode
 

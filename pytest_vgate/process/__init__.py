@@ -18,7 +18,6 @@ Exit codes: ``exit_code`` is the process's own status when it ran to exit, negat
 
 from __future__ import annotations
 
-import errno
 import functools
 import math
 import os
@@ -28,106 +27,27 @@ import signal
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
-KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
-DRAIN_GRACE = 1.0  # seconds to read the pipes after the group was killed
-ABANDON_AFTER = 5.0  # seconds after SIGKILL before we stop waiting (stuck in the kernel)
+from pytest_vgate.process.result import (
+    ABANDON_AFTER,
+    DRAIN_GRACE,
+    classify_spawn_error,
+    spawn_failure,
+)
+from pytest_vgate.process.result import DEFAULT_CAPTURE_LIMIT as DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.process.result import KILL_GRACE as KILL_GRACE
+from pytest_vgate.process.result import Capture as Capture
+from pytest_vgate.process.result import ProcessResult as ProcessResult
+from pytest_vgate.process.result import drain as drain
+
 POLL_INTERVAL = 0.05  # longest exit polling period where pidfd_open is unavailable
-CHUNK = 64 * 1024
 _USE_PIDFD = hasattr(os, "pidfd_open")  # tests switch it off to exercise the polling path
 _HAS_PROCESS_GROUP = sys.version_info >= (3, 11)  # Popen(process_group=...)
 ISOLATION_CHOICES = ("auto", "strict", "off")
 DEFAULT_ISOLATION = "auto"  # what run_process uses when not told
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    """What a process run observed. Exactly one of: exited, timed out, or failed to spawn."""
-
-    argv: tuple[str, ...]
-    exit_code: int | None  # returncode when it exited (negative: killed by signal N)
-    stdout: str  # decoded with replacement; head + marker + tail when over the limit
-    stderr: str
-    stdout_bytes: int  # total bytes the process wrote, kept or not
-    stderr_bytes: int
-    duration: float
-    timed_out: bool = False
-    spawn_error: str | None = None  # e.g. "No such file or directory: 'frob'"
-    spawn_errno: int | None = None  # errno of the spawn failure (ENOENT, EACCES, ...)
-    # What the spawn failed on: "program" (exec of argv[0]), "interpreter" (argv[0] exists
-    # but its #! interpreter does not), "cwd", "argv" (rejected before spawning: empty,
-    # a string, NUL bytes, a bad env), "system" (fork/pipe limits).
-    spawn_target: str | None = None
-    pid: int | None = None  # the main process (also its process group id)
-    # What contained the run: "namespace" (private PID namespace and /proc), "contained"
-    # (a subreaper shepherd: every descendant killed) or "group" (process group only).
-    isolation: str = "group"
-
-    @property
-    def signal(self) -> int | None:
-        return -self.exit_code if self.exit_code is not None and self.exit_code < 0 else None
-
-    @property
-    def program_not_found(self) -> bool:
-        """argv[0] or its #! interpreter is not installed (mode ``unavailable``).
-
-        False for every other spawn failure: a missing cwd is also ENOENT but is not this.
-        """
-        return self.spawn_target in ("program", "interpreter") and self.spawn_errno in (
-            errno.ENOENT,
-            errno.ENOTDIR,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["argv"] = list(self.argv)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProcessResult:
-        d = dict(data)
-        d["argv"] = tuple(d["argv"])
-        return cls(**d)
-
-
-class _Capture:
-    """Keeps the first and the last ``limit // 2`` bytes of a stream and counts all of it."""
-
-    def __init__(self, limit: int) -> None:
-        self.half = max(limit, 0) // 2
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_len = 0
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if not data or self.half == 0:
-            return
-        self.tail.append(data)
-        self.tail_len += len(data)
-        while self.tail and self.tail_len - len(self.tail[0]) >= self.half:
-            self.tail_len -= len(self.tail.popleft())
-
-    def text(self) -> str:
-        tail = b"".join(self.tail)[-self.half :] if self.half else b""
-        omitted = self.total - len(self.head) - len(tail)
-        head_s = self.head.decode("utf-8", errors="replace")
-        tail_s = tail.decode("utf-8", errors="replace")
-        if omitted <= 0:
-            return head_s + tail_s
-        sep = "" if not head_s or head_s.endswith("\n") else "\n"
-        return f"{head_s}{sep}[... pytest-vgate: {omitted} bytes omitted ...]\n{tail_s}"
 
 
 def kill_process_group(pgid: int, sig: int) -> None:
@@ -165,41 +85,6 @@ def pid_alive(pid: int) -> bool:
         return True
     state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
     return state not in (b"Z", b"X")
-
-
-def _spawn_failure(
-    argv: tuple[str, ...], start: float, message: str, err: int | None, target: str
-) -> ProcessResult:
-    return ProcessResult(
-        argv=argv,
-        exit_code=None,
-        stdout="",
-        stderr="",
-        stdout_bytes=0,
-        stderr_bytes=0,
-        duration=time.monotonic() - start,
-        spawn_error=message,
-        spawn_errno=err,
-        spawn_target=target,
-    )
-
-
-def _program_exists(program: str, cwd: str, env: Mapping[str, str]) -> bool:
-    """Whether argv[0] names an existing file, resolved as exec would (PATH from ``env``)."""
-    if os.sep in program:
-        return os.path.isfile(os.path.join(cwd, program))
-    dirs = os.get_exec_path(dict(env))
-    return any(os.path.isfile(os.path.join(cwd, d, program)) for d in dirs)
-
-
-def _classify(exc: OSError, argv: tuple[str, ...], cwd: str, env: Mapping[str, str]) -> str:
-    if exc.filename is not None and os.fspath(exc.filename) == cwd:
-        return "cwd"
-    if exc.errno in (errno.EAGAIN, errno.EMFILE, errno.ENFILE, errno.ENOMEM):
-        return "system"
-    if exc.errno == errno.ENOENT and _program_exists(argv[0], cwd, env):
-        return "interpreter"
-    return "program"
 
 
 @functools.lru_cache(maxsize=1)
@@ -266,10 +151,10 @@ def run_process(
         raise ValueError(f"invalid timeout {timeout!r} or capture_limit {capture_limit!r}")
     if isinstance(argv, (str, bytes)):
         msg = "argv must be a list of arguments, not a string (no shell is used)"
-        return _spawn_failure((str(argv),), start, msg, None, "argv")
+        return spawn_failure((str(argv),), start, msg, None, "argv")
     args = tuple(argv)
     if not args:
-        return _spawn_failure(args, start, "empty command: nothing to run", None, "argv")
+        return spawn_failure(args, start, "empty command: nothing to run", None, "argv")
     cwd_s = os.fspath(cwd)
     level = isolation or DEFAULT_ISOLATION
     if level not in ISOLATION_CHOICES:
@@ -283,7 +168,7 @@ def run_process(
             if shepherd is not None:
                 contain.POOL.give_back(shepherd)
             msg = f"required isolation missing: no private PID namespace here ({why})"
-            return _spawn_failure(args, start, msg, None, "isolation")
+            return spawn_failure(args, start, msg, None, "isolation")
         if shepherd is not None:
             from pytest_vgate.process.shepherded import run_shepherded
 
@@ -304,11 +189,11 @@ def run_process(
             **_new_group(),
         )
     except OSError as exc:
-        target = _classify(exc, args, cwd_s, env)
+        target = classify_spawn_error(exc, args, cwd_s, env)
         text = f"{exc.strerror or exc}: {exc.filename!r}" if exc.filename else str(exc)
-        return _spawn_failure(args, start, text, exc.errno, target)
+        return spawn_failure(args, start, text, exc.errno, target)
     except (ValueError, TypeError) as exc:  # NUL bytes, bad env names, non-str arguments
-        return _spawn_failure(args, start, str(exc), None, "argv")
+        return spawn_failure(args, start, str(exc), None, "argv")
     if on_start is not None:
         try:
             on_start(proc.pid)
@@ -329,7 +214,7 @@ def _supervise(
     assert proc.stdout is not None
     assert proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    captures = {out_fd: _Capture(capture_limit), err_fd: _Capture(capture_limit)}
+    captures = {out_fd: Capture(capture_limit), err_fd: Capture(capture_limit)}
     sel = selectors.DefaultSelector()
     pidfd: int | None = None
     finished = False
@@ -374,7 +259,7 @@ def _watch(
     proc: subprocess.Popen[bytes],
     sel: selectors.BaseSelector,
     pidfd: int | None,
-    captures: dict[int, _Capture],
+    captures: dict[int, Capture],
     deadline: float,
 ) -> bool:
     """Drain the pipes and wait for the main process's exit under the deadline.
@@ -438,22 +323,6 @@ def _watch(
                 return timed_out  # unkillable (stuck in the kernel): stop waiting
 
 
-def drain(fd: int, capture: _Capture, *, rounds: int = 16) -> bool:
-    """Read what a non-blocking fd has now into ``capture``, at most ``rounds`` chunks (to
-    stay responsive); False at end of stream. Every reader of a check's output uses it."""
-    for _ in range(rounds):
-        try:
-            data = os.read(fd, CHUNK)
-        except BlockingIOError:
-            return True
-        except OSError:  # EIO and friends: treat the stream as ended
-            return False
-        if not data:
-            return False
-        capture.feed(data)
-    return True
-
-
 def _reap(proc: subprocess.Popen[bytes]) -> int | None:
     try:
         return proc.wait(timeout=ABANDON_AFTER)
@@ -505,8 +374,3 @@ def fork_template() -> int:
     locks in whatever state they are in. Returns 0 in the child, its pid in the parent.
     """
     return os.fork()
-
-
-# The head + tail bound of a check's output, public for the other readers of check
-# output (a verifier's process writes to a pipe the pytest process drains into one).
-BoundedCapture = _Capture

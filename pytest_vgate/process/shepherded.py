@@ -10,17 +10,17 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 
-from pytest_vgate.process import (
+from pytest_vgate.process.contain import POOL, Shepherd, ShepherdError
+from pytest_vgate.process.result import (
     ABANDON_AFTER,
     DRAIN_GRACE,
     KILL_GRACE,
+    Capture,
     ProcessResult,
-    _Capture,
-    _classify,
-    _spawn_failure,
+    classify_spawn_error,
     drain,
+    spawn_failure,
 )
-from pytest_vgate.process.contain import POOL, Shepherd, ShepherdError
 
 
 def run_shepherded(
@@ -36,7 +36,7 @@ def run_shepherded(
     """``run_process`` through a shepherd: the same contract, stronger containment."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    captures = {out_r: _Capture(capture_limit), err_r: _Capture(capture_limit)}
+    captures = {out_r: Capture(capture_limit), err_r: Capture(capture_limit)}
     sel = selectors.DefaultSelector()
     failure: ProcessResult | None = None
     finished = False
@@ -58,14 +58,16 @@ def run_shepherded(
     except ShepherdError as exc:
         finished = True
         msg = f"the check's shepherd failed: {exc}"
-        failure = _spawn_failure(args, start, msg, None, "system")
+        failure = spawn_failure(args, start, msg, None, "system")
     except OSError as exc:  # the shepherd could not start it: as Popen would have said
         finished = True
         text = f"{exc.strerror or exc}: {exc.filename!r}" if exc.filename else str(exc)
-        failure = _spawn_failure(args, start, text, exc.errno, _classify(exc, args, cwd, env))
+        failure = spawn_failure(
+            args, start, text, exc.errno, classify_spawn_error(exc, args, cwd, env)
+        )
     except (ValueError, TypeError) as exc:  # NUL bytes, bad env names, non-str arguments
         finished = True
-        failure = _spawn_failure(args, start, str(exc), None, "argv")
+        failure = spawn_failure(args, start, str(exc), None, "argv")
     finally:
         sel.close()
         os.close(out_r)
@@ -95,7 +97,7 @@ def run_shepherded(
 def _watch_shepherd(
     shepherd: Shepherd,
     sel: selectors.BaseSelector,
-    captures: dict[int, _Capture],
+    captures: dict[int, Capture],
     deadline: float,
     on_start: Callable[[int], None] | None,
 ) -> tuple[bool, int | None, int]:

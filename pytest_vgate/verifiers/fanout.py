@@ -25,7 +25,7 @@ from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
 
 if TYPE_CHECKING:
-    from pytest_vgate.runner import RunContext
+    from pytest_vgate.run_context import RunContext
     from pytest_vgate.spec import Gate
 
 

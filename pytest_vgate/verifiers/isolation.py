@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.cell import build_env, cell_is_clean, check_cell, pooled_cell, remove_tree
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, BoundedCapture, drain, kill_process_group
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, Capture, drain, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
@@ -136,7 +136,7 @@ class _Call:
         self.name = name
         self.host = host
         self.capture_limit = capture_limit
-        self.capture = BoundedCapture(capture_limit)
+        self.capture = Capture(capture_limit)
         self.pid: int | None = None
         self.reaper: spawner.Control | None = None
         self._killed = threading.Event()
@@ -433,7 +433,7 @@ def _receive(sock: Any, reader: wire.FrameReader) -> tuple[list[dict[str, Any]],
     return messages, True
 
 
-def _drain_until_closed(fd: int, capture: BoundedCapture) -> None:
+def _drain_until_closed(fd: int, capture: Capture) -> None:
     """Read a dead child's output until every writer is gone, ``DRAIN_GRACE`` at most
     (a grandchild it left may hold the pipe)."""
     until = time.monotonic() + DRAIN_GRACE

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.cell import build_env, check_cell
-from pytest_vgate.process import BoundedCapture, contain, drain, start_helper
+from pytest_vgate.process import Capture, contain, drain, start_helper
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.zygote import BOOT
 
@@ -361,7 +361,7 @@ def _start_module(
         raise
     control = Control(socket.socket(fileno=fds[0]), host, base)
     control.pidns, control.ns_pid = base.pidns, int(answer["pid"])
-    capture = BoundedCapture(capture_limit)
+    capture = Capture(capture_limit)
     try:
         ready = _wait_ready(control, out_r, capture, deadline)
     except BaseException:
@@ -388,7 +388,7 @@ def _start_module(
 
 
 def _wait_ready(
-    control: Control, out_r: int, capture: BoundedCapture, deadline: float
+    control: Control, out_r: int, capture: Capture, deadline: float
 ) -> dict[str, Any] | None:
     """The zygote's ready message, or None at the deadline."""
     os.set_blocking(out_r, False)

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from pytest_vgate.cell import NESTED_ENV
-from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
-from pytest_vgate.items import VerifierItem, VgateItem
+from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
+from pytest_vgate.plugin.items import VerifierItem, VgateItem
 
 SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.session import Resources
+from pytest_vgate.plugin.session import Resources
 from pytest_vgate.table import leading_sentences, table_rows, wrap
 from pytest_vgate.verdict import Mode
 

@@ -28,7 +28,7 @@ from pytest_vgate.judging import (
     make_judge,
     verdict_of_payload,
 )
-from pytest_vgate.runner import RunContext
+from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Verdict
 
@@ -103,7 +103,7 @@ def adjust(item: pytest.Item, gate: Gate, payload: dict[str, Any]) -> dict[str, 
 
 
 def _default_timeout(item: pytest.Item) -> float:
-    from pytest_vgate.session import resources
+    from pytest_vgate.plugin.session import resources
 
     return resources(item.config).default_timeout(item)
 

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_vgate.cell import NESTED_ENV
 from pytest_vgate.process import ISOLATION_CHOICES, contain
-from pytest_vgate.runner import DEFAULT_TIMEOUT
+from pytest_vgate.run_context import DEFAULT_TIMEOUT
 from pytest_vgate.spec.values import MAX_TIMEOUT
 
 # (option, ini name, help). Every option has an ini twin of the same name with "_".

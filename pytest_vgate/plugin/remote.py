@@ -29,8 +29,8 @@ from typing import Any
 
 from pytest_vgate.baseline import BaselineError, BaseTrees, toplevel
 from pytest_vgate.evidence import Ledger, Record, tree_state
+from pytest_vgate.plugin.session import Resources
 from pytest_vgate.proof import Evidence
-from pytest_vgate.session import Resources
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.tools import ToolInventory
 

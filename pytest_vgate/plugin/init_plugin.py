@@ -162,7 +162,7 @@ def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[Collect
             "--collect-only",
             "-q",
             "-p",
-            "pytest_vgate.init_plugin",
+            "pytest_vgate.plugin.init_plugin",
             "-p",
             "no:cacheprovider",
             f"--rootdir={config.rootpath}",

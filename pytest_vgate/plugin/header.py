@@ -16,7 +16,7 @@ import pytest
 from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.evidence import runs_pytest
 from pytest_vgate.origin import import_warnings
-from pytest_vgate.session import Resources
+from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import Gate, GatesFile, GateType
 
 PYTHONS = ("python", "python3")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.session import Resources
+from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import GatesFile
 
 
@@ -55,7 +55,7 @@ class Controller:
             self.res.base_trees[str(root)] = trees
 
     def _prepare_fixes(self) -> None:
-        from pytest_vgate.citation_items import fix_all_documents
+        from pytest_vgate.plugin.citation_items import fix_all_documents
 
         fix_all_documents(self.config, self.res, self.loaded)
 
@@ -65,7 +65,7 @@ class Controller:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["vgate"] = worker_payload(self.res)
         if self.origin is None:  # made once: what a worker in another checkout must match
-            from pytest_vgate.remote import origin_payload
+            from pytest_vgate.plugin.remote import origin_payload
 
             roots = dict.fromkeys(g.root for g in self.loaded)
             self.origin = origin_payload(self.res, self.config.rootpath, roots)
@@ -116,12 +116,12 @@ class Controller:
     # -- after the session ---------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        from pytest_vgate.summary import write_summary
+        from pytest_vgate.plugin.summary import write_summary
 
         write_summary(terminalreporter, self.payloads, self.res)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_vgate.extending import adjustment_warnings, emit_report
+        from pytest_vgate.plugin.extending import adjustment_warnings, emit_report
         from pytest_vgate.report import build_report, write_json_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)

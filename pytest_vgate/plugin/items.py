@@ -14,36 +14,19 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.extending import adjust, judge_for
 from pytest_vgate.outcome import decide, evaluate_gate
-from pytest_vgate.remote import remote_problem
+from pytest_vgate.plugin.citation_items import collect_document_citations
+from pytest_vgate.plugin.extending import adjust, judge_for
+from pytest_vgate.plugin.failures import MARKER, VgateFailure, failure_text
+from pytest_vgate.plugin.remote import remote_problem
+from pytest_vgate.plugin.session import resources
 from pytest_vgate.report import check_targets
-from pytest_vgate.runner import JUDGMENT_TYPES, RunContext, run_verifier
-from pytest_vgate.session import resources
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.runner import JUDGMENT_TYPES, run_verifier
 from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import VerifierTarget
-
-MARKER = "vgate"
-
-
-class VgateFailure(Exception):
-    """A failed gate, verifier or citation; its text is the whole failure report."""
-
-
-def failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-    if isinstance(excinfo.value, VgateFailure):
-        return junit_safe(str(excinfo.value))
-    return None
-
-
-def junit_safe(text: str) -> str:
-    """Drop characters XML 1.0 cannot carry, so --junitxml never chokes on a report."""
-    return "".join(
-        ch if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd") else "?"
-        for ch in text
-    )
 
 
 class GatesFileNode(pytest.File):
@@ -61,9 +44,6 @@ class GatesFileNode(pytest.File):
             yield item
         if not loaded.citations:
             return
-        # Imported here: citation_items builds on this module's failure type.
-        from pytest_vgate.citation_items import collect_document_citations
-
         for document in loaded.citations:
             yield from collect_document_citations(self, document, loaded.root)
 

@@ -15,18 +15,19 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate import collection as _collection
-from pytest_vgate import guard, remote
-from pytest_vgate import items as _items
 from pytest_vgate.baseline import BaseTrees
-from pytest_vgate.citation_items import CitationDocumentItem, CitationItem
-from pytest_vgate.controller import Controller
 from pytest_vgate.evidence import TreeState
-from pytest_vgate.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
-from pytest_vgate.extending import add_export_options, register_exporters
-from pytest_vgate.init_plugin import add_init_options, run_init
-from pytest_vgate.options import Settings, add_options, read_settings
-from pytest_vgate.session import RESOURCES, Resources, is_worker
+from pytest_vgate.plugin import collection as _collection
+from pytest_vgate.plugin import guard, remote
+from pytest_vgate.plugin import items as _items
+from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
+from pytest_vgate.plugin.controller import Controller
+from pytest_vgate.plugin.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
+from pytest_vgate.plugin.extending import add_export_options, register_exporters
+from pytest_vgate.plugin.failures import MARKER
+from pytest_vgate.plugin.init_plugin import add_init_options, run_init
+from pytest_vgate.plugin.options import Settings, add_options, read_settings
+from pytest_vgate.plugin.session import RESOURCES, Resources, is_worker
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
@@ -46,7 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_vgate import hookspecs
+    from pytest_vgate.plugin import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -281,7 +282,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         for tree in trees.trees.values():
             lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}) at {tree.path}")
     if not is_worker(config):
-        from pytest_vgate.header import origin_lines
+        from pytest_vgate.plugin.header import origin_lines
 
         lines.extend(origin_lines(config, res))
     if config.option.verbose > 0:
@@ -313,7 +314,7 @@ def pytest_pycollect_makeitem(
         target=target,
         line=code.co_firstlineno if code else 0,
     )
-    item.add_marker(_items.MARKER)
+    item.add_marker(MARKER)
     setattr(item, SOURCE_MARKS, source_marks(obj, item))
     return item
 
@@ -336,7 +337,7 @@ def pytest_runtest_makereport(
         if report.skipped and isinstance(item, _items.GateItem):
             # Point the skip at the gate in its gates file, not at our code.
             report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload['detail']}")
-    elif not _is_vgate_item(item) and item.get_closest_marker(_items.MARKER) is not None:
+    elif not _is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
         tag_marked_test(item, call, report)
     return report
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.citation_items import CitationDocumentNode
-from pytest_vgate.items import GatesFileNode
-from pytest_vgate.options import Settings
-from pytest_vgate.session import Resources
+from pytest_vgate.plugin.citation_items import CitationDocumentNode
+from pytest_vgate.plugin.items import GatesFileNode
+from pytest_vgate.plugin.options import Settings
+from pytest_vgate.plugin.session import Resources
 
 
 def restrict_args(config: pytest.Config, settings: Settings) -> None:

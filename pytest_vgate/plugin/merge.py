@@ -209,7 +209,7 @@ def render_summary(
     report: Mapping[str, Any], warnings: Sequence[str], out: TextIO, *, verbose: int = 0
 ) -> None:
     """The vgate section of a single run's terminal summary, for the merged report."""
-    from pytest_vgate.summary import write_summary
+    from pytest_vgate.plugin.summary import write_summary
 
     payloads: dict[str, dict[str, Any]] = {}
     for entry in report["gates"]:

@@ -20,7 +20,7 @@ from types import FrameType
 import pytest
 
 from pytest_vgate.cell import NESTED_ENV
-from pytest_vgate.options import Settings
+from pytest_vgate.plugin.options import Settings
 from pytest_vgate.process import contain
 
 _STATE = pytest.StashKey[dict[str, object]]()

@@ -1,0 +1,26 @@
+"""The marker of every vgate item and the failure it raises: shared by gate, verifier and
+citation items, so that none of them imports another."""
+
+from __future__ import annotations
+
+import pytest
+
+MARKER = "vgate"
+
+
+class VgateFailure(Exception):
+    """A failed gate, verifier or citation; its text is the whole failure report."""
+
+
+def failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+    if isinstance(excinfo.value, VgateFailure):
+        return junit_safe(str(excinfo.value))
+    return None
+
+
+def junit_safe(text: str) -> str:
+    """Drop characters XML 1.0 cannot carry, so --junitxml never chokes on a report."""
+    return "".join(
+        ch if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd") else "?"
+        for ch in text
+    )

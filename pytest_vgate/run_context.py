@@ -1,0 +1,47 @@
+"""What one run of a check needs besides the gate: ``RunContext``, passed as values.
+
+Its own module so that everything that runs checks (the runner, the verifier fan-out, the
+judges) can name it without importing the runner.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_vgate.measure import MeasureSpec
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.spec import Gate
+from pytest_vgate.tools import ToolInventory
+from pytest_vgate.verdict import Verdict
+
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a run needs besides the gate, passed as values (never a pytest config).
+
+    ``root`` is the tree the check runs on: the gates root, or its image inside the
+    base worktree for a red run. ``inventory`` is the session's tool inventory; without
+    one (library use) tools are resolved on the spot. With ``measure``, a command check's
+    Python processes are measured and the verdict's ``extra[MEASURED_KEY]`` holds the
+    ``Measured`` (the caller takes it out before the verdict is serialised).
+    """
+
+    root: Path
+    default_timeout: float = DEFAULT_TIMEOUT
+    caller_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    inventory: ToolInventory | None = None
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    sys_path: tuple[str, ...] = ()
+    # Judges semantic/self_review gates (pytest_vgate_judge, see judging.py); None: no judge.
+    judge: Callable[[Gate, RunContext], Verdict | None] | None = None
+    isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
+    measure: MeasureSpec | None = None
+
+
+def gate_timeout(gate: Gate, ctx: RunContext) -> float:
+    return gate.timeout if gate.timeout is not None else ctx.default_timeout
