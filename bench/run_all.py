@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 BENCHES = [
+    "entry_cost",
     "tool_recheck",
     "command_gates",
     "verifiers",

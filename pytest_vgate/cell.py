@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from pytest_vgate.defaults import NESTED_ENV
+
 # Passed from the caller when present. Each is harmless and needed for a check to behave
 # as it does for the user:
 #   PATH             - to find the programs the check runs (and that those run);
@@ -26,7 +28,6 @@ from pathlib import Path
 #   LC_CTYPE           UTF-8 the way they do in the user's terminal;
 #   TZ               - the time zone, so dates a check prints or compares match the caller's.
 # Everything else (tokens, credentials, proxies, HOME, ...) must be named by the gate.
-NESTED_ENV = "PYTEST_VGATE_NESTED"  # set in every check's environment
 DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 CELL_DIRS = ("home", "tmp")  # what a cell holds: HOME and TMPDIR
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

@@ -11,13 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_vgate.defaults import DEFAULT_TIMEOUT
 from pytest_vgate.measure import MeasureSpec
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.spec import Gate
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Verdict
-
-DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 from pytest_vgate import bytecode
 from pytest_vgate.causes import command_cause
 from pytest_vgate.cell import build_env, pooled_cell
+from pytest_vgate.defaults import DEFAULT_TIMEOUT
 from pytest_vgate.measure import MEASURED_KEY, Measured
 from pytest_vgate.measure import start as start_measuring
 from pytest_vgate.process import ProcessResult, run_process
-from pytest_vgate.run_context import DEFAULT_TIMEOUT, RunContext, gate_timeout
+from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict

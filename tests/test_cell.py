@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV, build_env, check_cell
+from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, build_env, check_cell
+from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.process import run_process
 
 PY = sys.executable

@@ -23,7 +23,8 @@ from pytest_vgate.citations import (
 from pytest_vgate.citations.documents import read_document
 from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
 from pytest_vgate.citations.parse import decode_document
-from pytest_vgate.plugin.failures import MARKER, VgateFailure, failure_text
+from pytest_vgate.defaults import MARKER
+from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
 from pytest_vgate.regular import NotRegularFile
 from pytest_vgate.runner import run_citation

@@ -21,8 +21,8 @@ import pytest
 
 from pytest_vgate.plugin.citation_items import CitationDocumentNode
 from pytest_vgate.plugin.items import GatesFileNode
-from pytest_vgate.plugin.options import Settings
 from pytest_vgate.plugin.session import Resources
+from pytest_vgate.plugin.settings import Settings
 
 
 def restrict_args(config: pytest.Config, settings: Settings) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.cell import NESTED_ENV
+from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
 

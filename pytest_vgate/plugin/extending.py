@@ -32,33 +32,6 @@ from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Verdict
 
-HELP = {
-    "vgate_sarif": "write the failed gates and the citations that are not verified as "
-    "SARIF 2.1.0 to this file (for code scanning)",
-    "vgate_github": "print GitHub Actions annotations and append a summary to "
-    "$GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true)",
-}
-
-
-def add_export_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("vgate")
-    group.addoption(
-        "--vgate-sarif",
-        dest="vgate_sarif",
-        metavar="PATH",
-        default=None,
-        help=HELP["vgate_sarif"],
-    )
-    group.addoption(
-        "--vgate-github",
-        dest="vgate_github",
-        action="store_true",
-        default=None,
-        help=HELP["vgate_github"],
-    )
-    parser.addini("vgate_sarif", HELP["vgate_sarif"], default="")
-    parser.addini("vgate_github", HELP["vgate_github"], type="bool", default=False)
-
 
 def _hook_impls(hook: Any) -> list[Impl]:
     """(plugin name, call) per implementation, in the order pluggy would call them."""

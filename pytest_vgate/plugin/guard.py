@@ -8,7 +8,7 @@ header line that says how checks are contained.
   status 2 (interrupted). A second SIGTERM during that cleanup is ignored. A handler
   someone else installed is left alone.
 - Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
-  gates, however ``--vgate`` was given (``options.inside_a_check``); the header says so.
+  gates, however ``--vgate`` was given (``settings.inside_a_check``); the header says so.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from types import FrameType
 
 import pytest
 
-from pytest_vgate.cell import NESTED_ENV
-from pytest_vgate.plugin.options import Settings
+from pytest_vgate.defaults import NESTED_ENV
+from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.process import contain
 
 _STATE = pytest.StashKey[dict[str, object]]()

@@ -1,6 +1,7 @@
-"""The pytest layer: options, collection of gates files, reports, summary.
+"""The pytest layer proper: settings, collection of gates files, reports, summary.
 
-Thin by design: hooks gather settings and session resources, items call the
+Registered by the entry point (``plugin/__init__.py``) when the session uses vgate. Thin by
+design: hooks gather settings and session resources, items call the
 core, and the controller (never an xdist worker) writes the ledger, the JSON
 report and the summary.
 """
@@ -8,14 +9,13 @@ report and the summary.
 from __future__ import annotations
 
 import importlib.util
-import os
-from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_vgate.baseline import BaseTrees
+from pytest_vgate.defaults import MARKER
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.plugin import collection as _collection
 from pytest_vgate.plugin import guard, remote
@@ -23,43 +23,17 @@ from pytest_vgate.plugin import items as _items
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.controller import Controller
 from pytest_vgate.plugin.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
-from pytest_vgate.plugin.extending import add_export_options, register_exporters
-from pytest_vgate.plugin.failures import MARKER
-from pytest_vgate.plugin.init_plugin import add_init_options, run_init
-from pytest_vgate.plugin.options import Settings, add_options, read_settings
+from pytest_vgate.plugin.extending import register_exporters
 from pytest_vgate.plugin.session import RESOURCES, Resources, is_worker
+from pytest_vgate.plugin.settings import Settings, read_settings
+from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec, spawner
 
-# Taken when pytest loads the plugin, before any conftest: the tools of the session are
-# found on this PATH, whatever a conftest later prepends (a shim that exits 0).
-STARTING_PATH = os.environ.get("PATH")
-
-MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytest-vgate"
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
-    add_export_options(parser)
-    add_init_options(parser)
-
-
-def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_vgate.plugin import hookspecs
-
-    pluginmanager.add_hookspecs(hookspecs)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--vgate-init BASE``: write gates for the changed tests and exit, running none."""
-    return run_init(config) if config.getoption("vgate_init") else None
-
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_HELP)
     settings = read_settings(config)
     spawner.set_isolation(settings.isolation)  # the verifier processes' containment
     res = Resources(
@@ -111,28 +85,6 @@ def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, .
     ]
     base = config.invocation_params.dir
     return tuple((base / str(p)).resolve() for p in given if p)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
-    """A root conftest that calls ``sys.exit(0)`` would end the session with exit 0 before
-    any gate ran: with gates asked for, that is a usage error, not a green session."""
-    try:
-        return (yield)
-    except SystemExit as exc:
-        if exc.code in (None, 0) and _gates_requested(early_config):
-            raise pytest.UsageError(
-                f"pytest-vgate: a conftest called sys.exit({exc.code}) while pytest loaded it; "
-                "the session ended before any gate ran"
-            ) from None
-        raise
-
-
-def _gates_requested(config: pytest.Config) -> bool:
-    known = config.known_args_namespace
-    if getattr(known, "vgate", None) or getattr(known, "vgate_cite", None):
-        return True
-    return bool(config.getini("vgate") or config.getini("vgate_cite"))
 
 
 IDLE_OPTIONS = (
@@ -323,13 +275,11 @@ def _is_vgate_item(item: pytest.Item) -> bool:
     return isinstance(item, (_items.VgateItem, CitationItem, CitationDocumentItem))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    if call.when != "call":
-        return report
+def attach_verdict(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> None:
+    """The call report of a vgate item carries its verdict; a ``vgate``-marked ordinary
+    test gets a mode and a cause. Called by the entry point's ``makereport`` wrapper."""
     payload = getattr(item, "vgate_payload", None)
     if payload is not None:
         # A plain dict attribute survives xdist's report serialisation.
@@ -339,7 +289,6 @@ def pytest_runtest_makereport(
             report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload['detail']}")
     elif not _is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
         tag_marked_test(item, call, report)
-    return report
 
 
 def tag_marked_test(

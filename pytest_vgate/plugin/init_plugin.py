@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.cell import NESTED_ENV
+from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.init import (
     CollectedTest,
     InitError,
@@ -33,32 +33,6 @@ from pytest_vgate.process import run_process
 
 PROBE_ENV = "PYTEST_VGATE_INIT_COLLECT"  # where the child writes what it collected
 PROBE_TIMEOUT = 600.0
-
-
-def add_init_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("vgate")
-    group.addoption(
-        "--vgate-init",
-        dest="vgate_init",
-        metavar="BASE",
-        default=None,
-        help="write a gates file with one gate per test added or changed since git "
-        "revision BASE, print it and exit without running tests",
-    )
-    group.addoption(
-        "--vgate-init-out",
-        dest="vgate_init_out",
-        metavar="PATH",
-        default=None,
-        help="where --vgate-init writes the gates file (default: gates.yaml)",
-    )
-    group.addoption(
-        "--vgate-init-force",
-        dest="vgate_init_force",
-        action="store_true",
-        default=False,
-        help="let --vgate-init overwrite an existing file",
-    )
 
 
 def run_init(config: pytest.Config) -> int:

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate.defaults import MARKER
 from pytest_vgate.outcome import decide, evaluate_gate
 from pytest_vgate.plugin.citation_items import collect_document_citations
 from pytest_vgate.plugin.extending import adjust, judge_for
-from pytest_vgate.plugin.failures import MARKER, VgateFailure, failure_text
+from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.remote import remote_problem
 from pytest_vgate.plugin.session import resources
 from pytest_vgate.report import check_targets

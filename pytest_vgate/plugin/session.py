@@ -18,7 +18,7 @@ import pytest
 
 from pytest_vgate.baseline import BaseTrees, BaseWorktree
 from pytest_vgate.evidence import TreeState
-from pytest_vgate.plugin.options import Settings
+from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.proof import Evidence
 from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
 from pytest_vgate.tools import ToolInventory

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.defaults import DEFAULT_ISOLATION, ISOLATION_CHOICES
 from pytest_vgate.process.result import (
     ABANDON_AFTER,
     DRAIN_GRACE,
@@ -46,8 +47,6 @@ from pytest_vgate.process.result import drain as drain
 POLL_INTERVAL = 0.05  # longest exit polling period where pidfd_open is unavailable
 _USE_PIDFD = hasattr(os, "pidfd_open")  # tests switch it off to exercise the polling path
 _HAS_PROCESS_GROUP = sys.version_info >= (3, 11)  # Popen(process_group=...)
-ISOLATION_CHOICES = ("auto", "strict", "off")
-DEFAULT_ISOLATION = "auto"  # what run_process uses when not told
 
 
 def kill_process_group(pgid: int, sig: int) -> None:

@@ -28,7 +28,6 @@ from typing import Any
 
 from pytest_vgate.process import shepherd as _proto
 
-ISOLATION_CHOICES = ("auto", "strict", "off")
 LEVELS = ("namespace", "contained", "group")
 SCRIPT = str(Path(__file__).with_name("shepherd.py"))
 START_TIMEOUT = 20.0  # seconds for a shepherd to say it is ready (a loaded machine)

@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from pytest_vgate.defaults import MAX_TIMEOUT
+
 ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MAX_TIMEOUT = 86400.0  # one day; larger deadlines overflow some wait primitives
 _ISO_RE = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})"
     r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,6})\d*)?)?)?"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.cell import build_env, check_cell
+from pytest_vgate.defaults import ISOLATION_CHOICES
 from pytest_vgate.process import Capture, contain, drain, start_helper
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.zygote import BOOT
@@ -200,8 +201,8 @@ def set_isolation(isolation: str) -> None:
     ``strict`` start the base zygote -- and so every verifier process -- in a private PID
     namespace with its own ``/proc`` where possible; ``strict`` fails without one."""
     global _isolation, _missing
-    if isolation not in contain.ISOLATION_CHOICES:
-        raise ValueError(f"isolation must be one of {contain.ISOLATION_CHOICES}")
+    if isolation not in ISOLATION_CHOICES:
+        raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}")
     if isolation != _isolation:
         shutdown()  # zygotes started under another setting (an earlier in-process session)
     _isolation, _missing = isolation, None

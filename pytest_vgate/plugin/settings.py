@@ -1,0 +1,197 @@
+"""The vgate options of one session resolved once into plain ``Settings``.
+
+Bad values are usage errors naming where they came from (the command line or the ini
+file). Loaded only when vgate is in use (the entry point declares the options alone).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_vgate.defaults import (
+    COVERAGE_CHOICES,
+    DEFAULT_TIMEOUT,
+    ISOLATION_CHOICES,
+    MAX_TIMEOUT,
+    NESTED_ENV,
+)
+from pytest_vgate.process import contain
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved vgate options of one session (command line wins over ini)."""
+
+    gates_files: tuple[Path, ...] = ()
+    cite_files: tuple[Path, ...] = ()
+    base: str | None = None
+    require_red: bool = False
+    strict: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    timeout_given: bool = False
+    ledger: Path | None = None
+    report: Path | None = None
+    fix: bool = False
+    isolation: str = "auto"
+    nested: bool = False  # inside a check: every gates file and document is ignored
+    coverage: str = "auto"
+    repeat: int = 1
+    only: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.gates_files or self.cite_files)
+
+    @property
+    def measure(self) -> bool:
+        """Whether red and green runs are measured (``auto``: whenever a base is given)."""
+        return self.coverage == "on" or (self.coverage == "auto" and self.base is not None)
+
+
+def inside_a_check() -> bool:
+    """Whether this pytest runs inside a check of an outer session (a gate running pytest).
+
+    Then no gates run, however ``--vgate`` was given (command line, ``addopts``,
+    ``PYTEST_ADDOPTS``, ini ``vgate``): a gate must never start the gates again.
+    """
+    return bool(os.environ.get(NESTED_ENV)) or contain.under_a_shepherd()
+
+
+def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:
+    if inside_a_check():
+        return ()
+    given = config.getoption(name)
+    if given:
+        base = config.invocation_params.dir
+        found = [(base / p).resolve() for p in given]
+    elif _ini_gates_apply(config):
+        found = [Path(p).resolve() for p in config.getini(name)]
+    else:
+        found = []
+    unique: dict[Path, None] = dict.fromkeys(found)
+    return tuple(unique)
+
+
+def _ini_gates_apply(config: pytest.Config) -> bool:
+    """Ini-configured gates join a session like ``testpaths``: only when no test paths or
+    node ids were named, and never inside a check (a gate running pytest would otherwise
+    run the gates again, and again)."""
+    return config.args_source != pytest.Config.ArgsSource.ARGS
+
+
+def _value(config: pytest.Config, name: str) -> str | None:
+    given = config.getoption(name)
+    if given is not None:
+        return str(given)
+    ini = str(config.getini(name) or "").strip()
+    return ini or None
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    given = config.getoption(name)
+    return bool(given) if given is not None else bool(config.getini(name))
+
+
+def _path(config: pytest.Config, name: str) -> Path | None:
+    given = config.getoption(name)
+    if given:
+        return (config.invocation_params.dir / str(given)).resolve()
+    ini = str(config.getini(name) or "").strip()
+    return (config.rootpath / ini).resolve() if ini else None
+
+
+def _timeout(config: pytest.Config) -> float | None:
+    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given.
+
+    A value that is not a number, not finite, not above 0 or above ``MAX_TIMEOUT`` is a
+    usage error naming where it came from (the command line or the ini file).
+    """
+    given = config.getoption("vgate_timeout")
+    if given is not None:
+        raw, where = str(given), "--vgate-timeout (command line)"
+    else:
+        raw = str(config.getini("vgate_timeout") or "").strip()
+        if not raw:
+            return None
+        where = f"vgate_timeout in {config.inipath or 'the ini file'}"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT):
+        raise pytest.UsageError(
+            f"pytest-vgate: {where} must be a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
+        )
+    return seconds
+
+
+def _require_red(config: pytest.Config, base: str | None) -> bool:
+    """Command line, else an ini value that is set, else: required under a base."""
+    given = config.getoption("vgate_require_red")
+    if given is not None:
+        return bool(given)
+    ini = config.getini("vgate_require_red")
+    if ini is not None:  # the ini twin was set
+        return bool(ini)
+    return base is not None
+
+
+def _coverage(config: pytest.Config) -> str:
+    value = (_value(config, "vgate_coverage") or "auto").strip().lower()
+    if value not in COVERAGE_CHOICES:
+        raise pytest.UsageError(
+            f"--vgate-coverage / vgate_coverage must be one of {', '.join(COVERAGE_CHOICES)}, "
+            f"not {value!r}"
+        )
+    return value
+
+
+def _repeat(config: pytest.Config) -> int:
+    raw = _value(config, "vgate_repeat")
+    if raw is None:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1 or value > 1000:
+        raise pytest.UsageError(
+            f"--vgate-repeat / vgate_repeat must be a whole number from 1 to 1000, not {raw!r}"
+        )
+    return value
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Resolve options and ini into ``Settings``; bad values are usage errors."""
+    given_timeout = _timeout(config)
+    timeout = DEFAULT_TIMEOUT if given_timeout is None else given_timeout
+    isolation = _value(config, "vgate_isolation") or "auto"
+    if isolation not in ISOLATION_CHOICES:  # the command line's choices are argparse's
+        raise pytest.UsageError(
+            f"pytest-vgate: vgate_isolation in {config.inipath or 'the ini file'} must be "
+            f"one of {', '.join(ISOLATION_CHOICES)}, not {isolation[:40]!r}"
+        )
+    base = _value(config, "vgate_base")
+    return Settings(
+        isolation=isolation,
+        nested=inside_a_check(),
+        gates_files=_paths(config, "vgate"),
+        cite_files=_paths(config, "vgate_cite"),
+        base=base,
+        require_red=_require_red(config, base),
+        strict=_flag(config, "vgate_strict"),
+        timeout=timeout,
+        timeout_given=given_timeout is not None,
+        ledger=_path(config, "vgate_ledger"),
+        report=_path(config, "vgate_report"),
+        fix=_flag(config, "vgate_fix"),
+        coverage=_coverage(config),
+        repeat=_repeat(config),
+        only=_flag(config, "vgate_only"),
+    )

@@ -1,0 +1,122 @@
+"""The entry point: cheap where vgate is not used, the whole layer where it is.
+
+Each session here is a real pytest run in a subprocess; a conftest reports, at the end of
+the session, whether the pytest layer was registered and which of our modules were
+imported. The layer must load for every way a session uses vgate, including the ones only
+collection reveals (a ``@verifier`` function, a test marked ``vgate``), and must not load
+for a session that does not.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+REPORTER = """
+import json, sys
+
+def pytest_unconfigure(config):
+    ours = sorted(m for m in sys.modules if m.startswith("pytest_vgate"))
+    with open("entry.json", "w") as fh:
+        json.dump({"layer": config.pluginmanager.has_plugin("vgate-layer"), "modules": ours}, fh)
+"""
+
+
+def _entry(pytester: pytest.Pytester) -> dict[str, object]:
+    data = json.loads((pytester.path / "entry.json").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture
+def reporting(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(REPORTER)
+    return pytester
+
+
+def test_a_session_without_vgate_loads_only_the_entry(reporting: pytest.Pytester) -> None:
+    reporting.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    entry = _entry(reporting)
+    assert entry["layer"] is False
+    assert "pytest_vgate.runner" not in entry["modules"]
+    assert "pytest_vgate.plugin.hooks" not in entry["modules"]
+
+
+def test_a_verifier_found_while_collecting_brings_the_layer(reporting: pytest.Pytester) -> None:
+    reporting.makepyfile(
+        test_checks="""
+        from pytest_vgate import verifier
+
+        def test_plain():
+            assert True
+
+        @verifier(id="answer-is-wrong")
+        def answer_is_wrong():
+            return False
+        """
+    )
+    junit = reporting.path / "junit.xml"
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={junit}")
+    result.assert_outcomes(passed=1, failed=1)
+    assert _entry(reporting)["layer"] is True
+    assert 'name="vgate_mode" value="fail"' in junit.read_text()
+
+
+def test_a_test_marked_vgate_brings_the_layer(reporting: pytest.Pytester) -> None:
+    reporting.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.vgate
+        def test_crashes():
+            raise KeyError("boom")
+        """
+    )
+    junit = reporting.path / "junit.xml"
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={junit}")
+    result.assert_outcomes(failed=1)
+    assert _entry(reporting)["layer"] is True
+    assert 'name="vgate_mode" value="error"' in junit.read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--vgate-report", "r.json"], id="an-option"),
+        pytest.param(["-n", "1"], id="xdist"),
+    ],
+)
+def test_an_option_or_xdist_brings_the_layer(reporting: pytest.Pytester, args: list[str]) -> None:
+    reporting.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    assert _entry(reporting)["layer"] is True
+
+
+def test_an_ini_setting_brings_the_layer(reporting: pytest.Pytester) -> None:
+    reporting.makeini("[pytest]\nvgate_isolation = off\n")
+    reporting.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert _entry(reporting)["layer"] is True
+
+
+def test_gates_files_still_run_and_fail_closed(reporting: pytest.Pytester) -> None:
+    reporting.makefile(
+        ".yaml",
+        gates="gates:\n  - id: red\n    claim: fails\n    check: 'false'\n",
+    )
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
+    result.assert_outcomes(failed=1)
+    assert result.ret == 1
+    assert _entry(reporting)["layer"] is True
+
+
+def test_no_vgate_disables_the_plugin_entirely(reporting: pytest.Pytester) -> None:
+    reporting.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:vgate")
+    result.assert_outcomes(passed=1)
+    assert _entry(reporting) == {"layer": False, "modules": []}
