@@ -6,6 +6,8 @@ loading the plugin stays cheap in sessions that do not use it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from pytest_vgate.defaults import COVERAGE_CHOICES, DEFAULT_TIMEOUT, ISOLATION_CHOICES
@@ -50,154 +52,92 @@ _INI_HELP = {
 }
 
 
+@dataclass(frozen=True)
+class Option:
+    """One option: ``--vgate-x`` (dest ``vgate_x``) and its ini twin ``vgate_x``.
+
+    ``kind``: ``value`` (takes METAVAR), ``flag`` (no argument) or ``append`` (repeatable
+    paths; the ini twin is a whitespace-separated list). ``ini`` False: command line only.
+    """
+
+    dest: str
+    kind: str = "value"
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    ini: bool = True
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+
+OPTIONS = (
+    Option("vgate", "append", "PATH"),
+    Option("vgate_base", metavar="REF"),
+    Option("vgate_require_red", "flag"),
+    Option("vgate_coverage", choices=COVERAGE_CHOICES),
+    Option("vgate_repeat", metavar="N"),
+    Option("vgate_strict", "flag"),
+    Option("vgate_timeout", metavar="SECONDS"),
+    Option("vgate_ledger", metavar="PATH"),
+    Option("vgate_report", metavar="PATH"),
+    Option("vgate_fix", "flag"),
+    Option("vgate_cite", "append", "FILE"),
+    Option("vgate_isolation", metavar="LEVEL", choices=ISOLATION_CHOICES),
+    Option("vgate_only", "flag"),
+    Option("vgate_sarif", metavar="PATH"),
+    Option("vgate_github", "flag"),
+    Option("vgate_init", metavar="BASE", ini=False),
+    Option("vgate_init_out", metavar="PATH", ini=False),
+    Option("vgate_init_force", "flag", ini=False),
+)
+NO_REQUIRE_RED_HELP = (
+    "under --vgate-base, let a gate without genuine red evidence pass (its status is still shown)"
+)
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("vgate", "verification gates (pytest-vgate)")
-    group.addoption(
-        "--vgate", action="append", dest="vgate", metavar="PATH", default=None, help=_HELP["vgate"]
-    )
-    group.addoption(
-        "--vgate-base", dest="vgate_base", metavar="REF", default=None, help=_HELP["vgate_base"]
-    )
-    group.addoption(
-        "--vgate-require-red",
-        dest="vgate_require_red",
-        action="store_true",
-        default=None,
-        help=_HELP["vgate_require_red"],
-    )
-    group.addoption(
-        "--no-vgate-require-red",
-        dest="vgate_require_red",
-        action="store_false",
-        default=None,
-        help="under --vgate-base, let a gate without genuine red evidence pass (its status "
-        "is still shown)",
-    )
-    group.addoption(
-        "--vgate-coverage",
-        dest="vgate_coverage",
-        choices=COVERAGE_CHOICES,
-        default=None,
-        help=_HELP["vgate_coverage"],
-    )
-    group.addoption(
-        "--vgate-repeat",
-        dest="vgate_repeat",
-        metavar="N",
-        default=None,
-        help=_HELP["vgate_repeat"],
-    )
-    group.addoption(
-        "--vgate-strict",
-        dest="vgate_strict",
-        action="store_true",
-        default=None,
-        help=_HELP["vgate_strict"],
-    )
-    group.addoption(
-        "--vgate-timeout",
-        dest="vgate_timeout",
-        metavar="SECONDS",
-        default=None,
-        help=_HELP["vgate_timeout"],
-    )
-    group.addoption(
-        "--vgate-ledger",
-        dest="vgate_ledger",
-        metavar="PATH",
-        default=None,
-        help=_HELP["vgate_ledger"],
-    )
-    group.addoption(
-        "--vgate-report",
-        dest="vgate_report",
-        metavar="PATH",
-        default=None,
-        help=_HELP["vgate_report"],
-    )
-    group.addoption(
-        "--vgate-fix", dest="vgate_fix", action="store_true", default=None, help=_HELP["vgate_fix"]
-    )
-    group.addoption(
-        "--vgate-cite",
-        action="append",
-        dest="vgate_cite",
-        metavar="FILE",
-        default=None,
-        help=_HELP["vgate_cite"],
-    )
-    group.addoption(
-        "--vgate-isolation",
-        dest="vgate_isolation",
-        metavar="LEVEL",
-        choices=ISOLATION_CHOICES,
-        default=None,
-        help=_HELP["vgate_isolation"],
-    )
-    parser.addini("vgate_isolation", _HELP["vgate_isolation"], default="")
-    group.addoption(
-        "--vgate-only",
-        dest="vgate_only",
-        action="store_true",
-        default=None,
-        help=_HELP["vgate_only"],
-    )
-    parser.addini("vgate", _INI_HELP["vgate"], type="paths", default=[])
-    parser.addini("vgate_cite", _INI_HELP["vgate_cite"], type="paths", default=[])
-    parser.addini("vgate_base", _HELP["vgate_base"], default="")
-    parser.addini("vgate_require_red", _HELP["vgate_require_red"], type="bool", default=None)
-    parser.addini("vgate_strict", _HELP["vgate_strict"], type="bool", default=False)
-    parser.addini("vgate_coverage", _HELP["vgate_coverage"], default="")
-    parser.addini("vgate_repeat", _HELP["vgate_repeat"], default="")
-    parser.addini("vgate_timeout", _HELP["vgate_timeout"], default="")
-    parser.addini("vgate_ledger", _HELP["vgate_ledger"], default="")
-    parser.addini("vgate_report", _HELP["vgate_report"], default="")
-    parser.addini("vgate_fix", _HELP["vgate_fix"], type="bool", default=False)
-    parser.addini("vgate_only", _HELP["vgate_only"], type="bool", default=False)
-    group.addoption(
-        "--vgate-sarif", dest="vgate_sarif", metavar="PATH", default=None, help=_HELP["vgate_sarif"]
-    )
-    group.addoption(
-        "--vgate-github",
-        dest="vgate_github",
-        action="store_true",
-        default=None,
-        help=_HELP["vgate_github"],
-    )
-    parser.addini("vgate_sarif", _HELP["vgate_sarif"], default="")
-    parser.addini("vgate_github", _HELP["vgate_github"], type="bool", default=False)
-    group.addoption(
-        "--vgate-init", dest="vgate_init", metavar="BASE", default=None, help=_HELP["vgate_init"]
-    )
-    group.addoption(
-        "--vgate-init-out",
-        dest="vgate_init_out",
-        metavar="PATH",
-        default=None,
-        help=_HELP["vgate_init_out"],
-    )
-    group.addoption(
-        "--vgate-init-force",
-        dest="vgate_init_force",
-        action="store_true",
-        default=None,
-        help=_HELP["vgate_init_force"],
-    )
-
-
-_UNSET = ("",)  # besides None: what an option holds when it was not given
-
-# Options that only make sense on the command line (no ini twin): --vgate-init and its two.
-COMMAND_LINE_ONLY = ("vgate_init", "vgate_init_out", "vgate_init_force")
+    for option in OPTIONS:
+        action = {"value": "store", "flag": "store_true", "append": "append"}[option.kind]
+        extra: dict[str, object] = {"metavar": option.metavar} if option.metavar else {}
+        if option.choices:
+            extra["choices"] = option.choices
+        group.addoption(
+            option.flag,
+            dest=option.dest,
+            action=action,
+            default=None,
+            help=_HELP[option.dest],
+            **extra,
+        )
+        if option.dest == "vgate_require_red":
+            group.addoption(
+                "--no-vgate-require-red",
+                dest="vgate_require_red",
+                action="store_false",
+                default=None,
+                help=NO_REQUIRE_RED_HELP,
+            )
+        if not option.ini:
+            continue
+        if option.kind == "append":
+            parser.addini(option.dest, _INI_HELP[option.dest], type="paths", default=[])
+        elif option.kind == "flag":
+            # require_red: None when unset, so that its default can follow --vgate-base.
+            unset = None if option.dest == "vgate_require_red" else False
+            parser.addini(option.dest, _HELP[option.dest], type="bool", default=unset)
+        else:
+            parser.addini(option.dest, _HELP[option.dest], default="")
 
 
 def given_options(config: pytest.Config) -> list[str]:
     """The vgate options this session was given, on the command line or in the ini file."""
-    found = [name for name in _HELP if config.getoption(name, None) not in (None, *_UNSET)]
-    for name in _HELP:
-        if name in COMMAND_LINE_ONLY or name in found:
+    found = [o.dest for o in OPTIONS if config.getoption(o.dest, None) is not None]
+    for option in OPTIONS:
+        if not option.ini or option.dest in found:
             continue
-        value = config.getini(name)
+        value = config.getini(option.dest)
         if value not in ("", [], None, False):
-            found.append(name)
+            found.append(option.dest)
     return found
