@@ -120,3 +120,18 @@ def test_no_vgate_disables_the_plugin_entirely(reporting: pytest.Pytester) -> No
     result = reporting.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:vgate")
     result.assert_outcomes(passed=1)
     assert _entry(reporting) == {"layer": False, "modules": []}
+
+
+def test_in_process_sessions_one_after_another_each_run_their_gates(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytester drops the modules an in-process session imported; the next session must
+    load the layer afresh, not reuse the first session's copy (a KeyError on its stash)."""
+    pytester.makefile(
+        ".yaml",
+        gates="gates:\n  - id: red\n    claim: fails\n    check: 'false'\n"
+        "  - id: green\n    claim: passes\n    check: 'true'\n",
+    )
+    for _ in range(3):
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
+        result.assert_outcomes(passed=1, failed=1)

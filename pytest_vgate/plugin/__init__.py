@@ -10,6 +10,7 @@ module defines a ``@verifier`` or marks a test ``vgate``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Generator
@@ -84,11 +85,29 @@ def in_use(config: pytest.Config) -> bool:
 
 def activate(config: pytest.Config) -> ModuleType:
     """Register the pytest layer once; pytest replays ``pytest_configure`` for it."""
-    from pytest_vgate.plugin import hooks
-
+    if "pytest_vgate.plugin.hooks" not in sys.modules:
+        _forget_dropped_modules()
+    hooks = importlib.import_module("pytest_vgate.plugin.hooks")
     if not config.pluginmanager.is_registered(hooks):
         config.pluginmanager.register(hooks, LAYER_NAME)
     return hooks
+
+
+def _forget_dropped_modules() -> None:
+    """pytester's in-process runs drop from ``sys.modules`` the modules a session imported,
+    but our packages, imported before, keep them as attributes: ``from pytest_vgate.plugin
+    import items`` would then hand the next session the first session's copy, out of step
+    with the modules it imports afresh (another stash key, another class)."""
+    for name, package in list(sys.modules.items()):
+        if name != "pytest_vgate" and not name.startswith("pytest_vgate."):
+            continue
+        for attr, value in list(vars(package).items()):
+            if (
+                isinstance(value, ModuleType)
+                and value.__name__.startswith("pytest_vgate.")
+                and sys.modules.get(value.__name__) is not value
+            ):
+                delattr(package, attr)
 
 
 def _active(config: pytest.Config) -> bool:
@@ -126,7 +145,5 @@ def pytest_runtest_makereport(
     wrapper keeps the place among other plugins' wrappers it has always had."""
     report = yield
     if call.when == "call" and _active(item.config):
-        from pytest_vgate.plugin.hooks import attach_verdict
-
-        attach_verdict(item, call, report)
+        importlib.import_module("pytest_vgate.plugin.hooks").attach_verdict(item, call, report)
     return report

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import gc
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,7 +78,7 @@ def _loader_class() -> type[Any]:
     overflow the C stack (a crash, not an error); probe the limit instead of trusting a
     version number.
     """
-    if _C_LOADER is None:
+    if _C_LOADER is None or not _libyaml_in_step():
         return _PureLoader
     probe = _C_LOADER("[" * 1100 + "]" * 1100)
     try:
@@ -88,6 +89,17 @@ def _loader_class() -> type[Any]:
     finally:
         probe.dispose()
     return _PureLoader
+
+
+def _libyaml_in_step() -> bool:
+    """Whether libyaml raises and builds the classes of the ``yaml`` imported here.
+
+    An extension module is loaded once per process: when the ``yaml`` package is imported
+    again (pytester's in-process runs drop the modules a session imported), libyaml keeps
+    the first copy's error and node classes, which this copy would not recognise.
+    """
+    extension = sys.modules.get("yaml._yaml")
+    return getattr(extension, "YAMLError", None) is yaml.YAMLError
 
 
 @contextlib.contextmanager
