@@ -145,5 +145,5 @@ def use_fresh_bytecode(tree: Path) -> None:
         if prefix is not None:
             invalidate(prefix, tree)
             sys.pycache_prefix = os.fspath(prefix)
-    except Exception:  # noqa: BLE001 - bytecode hygiene must never cost the verdict
+    except (OSError, ValueError):  # bytecode hygiene must never cost the verdict
         return

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_vgate.defaults import NESTED_ENV
@@ -194,20 +194,6 @@ class CellPool:
         self._lock = threading.Lock()
         self._idle = []
         self._pid = os.getpid()
-
-
-_POOL: CellPool | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def pooled_cell() -> AbstractContextManager[Path]:
-    """A cell from this process's pool: what the runner gives every command check."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = CellPool()
-    return _POOL.cell()
 
 
 def remove_tree(path: Path) -> None:

@@ -230,7 +230,10 @@ def _read(data: Path) -> Measured:
             unfinished=len(tokens),
             reason=f"{len(tokens)} measured process(es) ended without saving coverage data",
         )
+    import sqlite3
+
     from coverage import CoverageData
+    from coverage.exceptions import CoverageException
 
     files: dict[str, set[int]] = {}
     for name in names:
@@ -242,7 +245,7 @@ def _read(data: Path) -> Measured:
             for path in part.measured_files():
                 files.setdefault(os.path.realpath(path), set()).update(part.lines(path) or ())
         # Strict: a data file we cannot read means we do not know what ran.
-        except Exception as exc:  # noqa: BLE001 - coverage raises its own and sqlite errors
+        except (CoverageException, sqlite3.Error, OSError, ValueError) as exc:
             return Measured(False, reason=f"unreadable coverage data {name}: {exc}")
     return Measured(
         True,

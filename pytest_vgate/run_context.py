@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_vgate.cell import CellPool
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
 from pytest_vgate.measure import MeasureSpec
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
@@ -40,6 +41,8 @@ class RunContext:
     judge: Callable[[Gate, RunContext], Verdict | None] | None = None
     isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
     measure: MeasureSpec | None = None
+    # The session's cell pool (SessionState.cells); None: a fresh cell per check.
+    cells: CellPool | None = None
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:

@@ -1,25 +1,24 @@
 """The one fail-closed runner: every check of every kind goes through ``run_check``.
 
 ``run_check`` never raises (except ``KeyboardInterrupt``, which is the user's and
-stops the session as in plain pytest). Whatever goes wrong, ours or the check's,
-becomes a failed ``Verdict`` with a mode and a cause; no path yields a pass from
-an error.
+stops the session as in plain pytest): it runs inside ``boundary.fail_closed``, the pytest
+process's one catch-all. Whatever goes wrong, ours or the check's, becomes a failed
+``Verdict`` with a mode and a cause; no path yields a pass from an error.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate import bytecode
+from pytest_vgate.boundary import fail_closed
 from pytest_vgate.causes import command_cause
-from pytest_vgate.cell import build_env, pooled_cell
+from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
 from pytest_vgate.measure import MEASURED_KEY, Measured
 from pytest_vgate.measure import start as start_measuring
@@ -38,14 +37,14 @@ JUDGMENT_TYPES = (GateType.SEMANTIC, GateType.SELF_REVIEW)
 
 def run_check(gate: Gate, ctx: RunContext) -> Verdict:
     """Run one gate's check on ``ctx.root`` and return what was observed. Never raises."""
-    return _guarded(lambda: _dispatch(gate, ctx), f"gate {gate.id!r}", gate.argv)
+    return fail_closed(lambda: _dispatch(gate, ctx), f"gate {gate.id!r}", gate.argv)
 
 
 def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
     """Run one ``@verifier`` function collected from a test module. Never raises."""
     from pytest_vgate.verifiers import run_verifiers
 
-    return _guarded(
+    return fail_closed(
         lambda: run_verifiers(
             [target],
             root=ctx.root,
@@ -54,6 +53,7 @@ def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
             sys_path=ctx.sys_path,
             caller_env=ctx.caller_env,
             capture_limit=ctx.capture_limit,
+            cells=ctx.cells,
         ),
         f"verifier {target.display!r}",
         (),
@@ -80,36 +80,10 @@ def run_citation(checker: CitationChecker, citation: Citation) -> tuple[Verdict,
             Mode.FAIL, f"citation is {result.status.value}: {result.reason}", cause=Cause.PRODUCT
         )
 
-    verdict = _guarded(run, f"citation {citation.location!r}", ())
+    verdict = fail_closed(run, f"citation {citation.location!r}", ())
     if checked:
         return verdict, checked[0]
     return verdict, CitationResult(citation, CitationStatus.DROPPED, reason=verdict.detail)
-
-
-def _guarded(run: Callable[[], Verdict], what: str, argv: tuple[str, ...]) -> Verdict:
-    started = time.monotonic()
-    try:
-        verdict = run()
-    except KeyboardInterrupt:
-        raise
-    # Catch-all by design: this is the fail-closed boundary. Any bug of ours or any
-    # exception a check provokes becomes a failed verdict, never a pass or a crash.
-    except Exception as exc:  # noqa: BLE001
-        verdict = Verdict.failed(
-            Mode.ERROR,
-            f"internal error in pytest-vgate while running {what}: {type(exc).__name__}: {exc}",
-            errors=(traceback.format_exc(limit=8),),
-            command=argv,
-        )
-    except BaseException as exc:  # noqa: BLE001 - SystemExit & co. from inside a check
-        verdict = Verdict.failed(
-            Mode.PANIC,
-            f"{type(exc).__name__} escaped while running {what}: {exc!r}",
-            command=argv,
-        )
-    if verdict.duration == 0.0:
-        verdict = replace(verdict, duration=time.monotonic() - started)
-    return verdict
 
 
 def _dispatch(gate: Gate, ctx: RunContext) -> Verdict:
@@ -184,7 +158,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
     set_values = bytecode.check_env(prefix, dict(gate.env.set_values), passed)
     if prefix is not None and set_values.get(bytecode.PREFIX_ENV) == str(prefix):
         bytecode.invalidate(prefix, ctx.root)  # this tree's bytecode is as new as its source
-    with pooled_cell() as cell:
+    with ctx.cells.cell() if ctx.cells is not None else check_cell() as cell:
         env = build_env(
             cell,
             pass_names=gate.env.pass_names,
@@ -220,6 +194,12 @@ def _gate_dirs(root: Path, cwd: str) -> tuple[Path, str]:
     re-pointed during the session keeps the target it had when first resolved.
     """
     return (root / cwd).resolve(), str(toolchain_bin(root))
+
+
+def forget_folders() -> None:
+    """Forget the folders resolved so far (``SessionState.close``): a session of its own."""
+    _gate_dirs.cache_clear()
+    _inside.cache_clear()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -286,13 +266,17 @@ def run_oracle_check(gate: Gate | Mapping[str, Any], timeout: float = DEFAULT_TI
     Accepts the gates.yaml shape and the seed envelope shape (``verification_type`` +
     ``command``). Never raises: an invalid gate is a verdict with mode ``error``.
     """
-    try:
+
+    def run() -> Verdict:
         if isinstance(gate, Gate):
             parsed = gate
         elif isinstance(gate, Mapping):
             data = dict(gate)
             data.setdefault("id", "gate")
-            parsed = gate_from_mapping(data, root=Path.cwd())
+            try:
+                parsed = gate_from_mapping(data, root=Path.cwd())
+            except GatesFileError as exc:
+                return Verdict.failed(Mode.ERROR, f"invalid gate: {exc}")
         else:
             return Verdict.failed(
                 Mode.ERROR,
@@ -302,10 +286,6 @@ def run_oracle_check(gate: Gate | Mapping[str, Any], timeout: float = DEFAULT_TI
             seconds = values.timeout("timeout", timeout)
         except values.BadValue as exc:
             return Verdict.failed(Mode.ERROR, f"run_oracle_check(): {exc.message}")
-    except GatesFileError as exc:
-        return Verdict.failed(Mode.ERROR, f"invalid gate: {exc}")
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the public API promises never to raise
-        return Verdict.failed(Mode.ERROR, f"invalid gate: {type(exc).__name__}: {exc}")
-    return run_check(parsed, RunContext(root=parsed.root, default_timeout=seconds))
+        return run_check(parsed, RunContext(root=parsed.root, default_timeout=seconds))
+
+    return fail_closed(run, "run_oracle_check()")

@@ -207,7 +207,8 @@ def test_a_fresh_cell_is_clean_and_a_plain_folder_is_not(tmp_path: Path) -> None
 
 EXIT_SCRIPT = """
 import os, sys
-from pytest_vgate.cell import pooled_cell
+from pytest_vgate.cell import CellPool
+pooled_cell = CellPool().cell  # never closed: the exit handler is what removes its cells
 with pooled_cell() as cell:
     pass
 with pooled_cell() as again:
@@ -227,12 +228,12 @@ def test_pooled_cells_are_gone_when_the_process_exits() -> None:
 
 LATE_SCRIPT = """
 import atexit
-from pytest_vgate.cell import pooled_cell
+from pytest_vgate.cell import CellPool
 held = {}
 # Registered before the pool exists, so it runs after the pool's own exit handler: the
 # check ends while the interpreter is already exiting (a daemon thread's check would).
 atexit.register(lambda: held["cm"].__exit__(None, None, None))
-held["cm"] = pooled_cell()
+held["cm"] = CellPool().cell()
 print(held["cm"].__enter__(), flush=True)
 """
 
@@ -246,7 +247,8 @@ def test_a_cell_given_back_during_exit_is_removed_not_kept() -> None:
 
 FORK_SCRIPT = """
 import os, sys
-from pytest_vgate.cell import pooled_cell
+from pytest_vgate.cell import CellPool
+pooled_cell = CellPool().cell
 with pooled_cell() as parents:
     pass
 pid = os.fork()

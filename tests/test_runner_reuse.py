@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
 
+import pytest
+
+from pytest_vgate.cell import CellPool
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate, gate_from_mapping
@@ -32,12 +36,20 @@ def gate(root: Path, gate_id: str, *args: str, cwd: str = ".") -> Gate:
     return gate_from_mapping({"id": gate_id, "check": check, "cwd": cwd}, root=root)
 
 
-def context(root: Path) -> RunContext:
-    return RunContext(root=root, caller_env=MappingProxyType(dict(os.environ)))
+@pytest.fixture
+def cells() -> Iterator[CellPool]:
+    """A session's cell pool (SessionState.cells), closed at the end of the test."""
+    pool = CellPool()
+    yield pool
+    pool.close()
 
 
-def test_checks_in_a_row_never_see_each_others_files(tmp_path: Path) -> None:
-    ctx = context(tmp_path)
+def context(root: Path, cells: CellPool) -> RunContext:
+    return RunContext(root=root, caller_env=MappingProxyType(dict(os.environ)), cells=cells)
+
+
+def test_checks_in_a_row_never_see_each_others_files(tmp_path: Path, cells: CellPool) -> None:
+    ctx = context(tmp_path, cells)
     runs = [
         run_check(gate(tmp_path, "clean-1", "keep"), ctx),
         run_check(gate(tmp_path, "clean-2", "keep"), ctx),
@@ -51,10 +63,10 @@ def test_checks_in_a_row_never_see_each_others_files(tmp_path: Path) -> None:
     assert not Path(homes[2]).exists(), "the dirty cell was not removed"
 
 
-def test_a_cwd_removed_between_runs_is_noticed(tmp_path: Path) -> None:
+def test_a_cwd_removed_between_runs_is_noticed(tmp_path: Path, cells: CellPool) -> None:
     (tmp_path / "sub").mkdir()
     g = gate(tmp_path, "in-sub", "keep", cwd="sub")
-    ctx = context(tmp_path)
+    ctx = context(tmp_path, cells)
     assert run_check(g, ctx).mode is Mode.PASS
     (tmp_path / "sub").rmdir()
     again = run_check(g, ctx)

@@ -548,7 +548,7 @@ def _git_files(root: str) -> list[str] | None:
         result = run_git(
             ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, timeout=60.0
         )
-    except Exception:  # noqa: BLE001 - any failure of git means "use the walk" instead
+    except (OSError, ValueError):  # git cannot be run here: "use the walk" instead
         return None
     if result.exit_code != 0 or result.stdout_bytes > DEFAULT_CAPTURE_LIMIT:
         return None  # not a work tree, git missing, or output truncated

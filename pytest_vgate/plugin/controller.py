@@ -9,11 +9,13 @@ report and the terminal summary.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_vgate.boundary import fail_closed_step
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import GatesFile
 
@@ -118,10 +120,28 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from pytest_vgate.plugin.summary import write_summary
 
-        write_summary(terminalreporter, self.payloads, self.res)
+        failed = fail_closed_step(
+            lambda: write_summary(terminalreporter, self.payloads, self.res), "the vgate summary"
+        )
+        if failed is not None:  # the verdicts stand; the summary says it is incomplete
+            terminalreporter.write_line(f"vgate warning: {failed}", yellow=True)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_vgate.plugin.extending import adjustment_warnings, emit_report
+        # Each step runs through the boundary: a fault in one is a warning with a mode,
+        # and the steps after it still run (the ledger is written whatever the exporters do).
+        report: dict[str, Any] = {}
+        self._step(lambda: report.update(self._build_report()), "the JSON report")
+        self._step(self._extend_adjustment_warnings, "the adjuster warnings")
+        if report:
+            self._step(lambda: self._export(report), "the pytest_vgate_report exporters")
+        self._step(self._record_evidence, "the ledger")
+
+    def _step(self, step: Callable[[], object], what: str) -> None:
+        failed = fail_closed_step(step, what)
+        if failed is not None:
+            self.res.warnings.append(failed)
+
+    def _build_report(self) -> dict[str, Any]:
         from pytest_vgate.report import build_report, write_json_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
@@ -129,10 +149,18 @@ class Controller:
             warning = write_json_report(self.res.settings.report, report)
             if warning:
                 self.res.warnings.append(warning)
+        return report
+
+    def _extend_adjustment_warnings(self) -> None:
+        from pytest_vgate.plugin.extending import adjustment_warnings
+
         self.res.warnings.extend(adjustment_warnings(self.payloads))
+
+    def _export(self, report: dict[str, Any]) -> None:
+        from pytest_vgate.plugin.extending import emit_report
+
         # Exporters (ours included) get the report once, here, on the controller.
         self.res.warnings.extend(emit_report(self.config, report, self.res.settings.timeout))
-        self._record_evidence()
 
     def _record_evidence(self) -> None:
         """Append this session's runs to each ledger (the controller is the only writer)."""

@@ -24,18 +24,20 @@ from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationIte
 from pytest_vgate.plugin.controller import Controller
 from pytest_vgate.plugin.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
 from pytest_vgate.plugin.extending import register_exporters
-from pytest_vgate.plugin.session import RESOURCES, Resources, is_worker
+from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, read_settings
 from pytest_vgate.plugin.startup import STARTING_PATH
+from pytest_vgate.session_state import SessionState
 from pytest_vgate.spec import GatesFile, GatesFileError, GateType
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
-from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec, spawner
+from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
 
 
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
-    spawner.set_isolation(settings.isolation)  # the verifier processes' containment
+    # The session's cells and kept-ready processes, under the verifiers' containment.
+    config.stash[STATE] = SessionState.open(settings.isolation)
     res = Resources(
         settings=settings,
         own_files=own_output_files(config, settings),
@@ -73,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     guard.uninstall_sigterm(config)
+    state = config.stash.get(STATE, None)
+    if state is not None:  # no process or folder of the session outlives it
+        state.close()
+        del config.stash[STATE]
 
 
 def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:

@@ -20,7 +20,7 @@ from pytest_vgate.plugin.citation_items import collect_document_citations
 from pytest_vgate.plugin.extending import adjust, judge_for
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.remote import remote_problem
-from pytest_vgate.plugin.session import resources
+from pytest_vgate.plugin.session import resources, session_state
 from pytest_vgate.report import check_targets
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import JUDGMENT_TYPES, run_verifier
@@ -103,6 +103,7 @@ class GateItem(VgateItem):
             sys_path=sys_path,
             judge=judge_for(self) if self.gate.type in JUDGMENT_TYPES else None,
             isolation=res.settings.isolation,
+            cells=session_state(self.config).cells,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
@@ -142,6 +143,7 @@ class VerifierItem(VgateItem):
             caller_env=caller_env,
             inventory=res.inventory_for(self.config.rootpath),
             sys_path=sys_path,
+            cells=session_state(self.config).cells,
         )
         gate = Gate(
             id=self.name,

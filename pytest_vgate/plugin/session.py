@@ -20,6 +20,7 @@ from pytest_vgate.baseline import BaseTrees, BaseWorktree
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.proof import Evidence
+from pytest_vgate.session_state import SessionState
 from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
 from pytest_vgate.tools import ToolInventory
 
@@ -114,10 +115,17 @@ class Resources:
 
 
 RESOURCES = pytest.StashKey[Resources]()
+# The processes and folders this session keeps between checks: opened at configure,
+# closed at unconfigure (hooks.py).
+STATE = pytest.StashKey[SessionState]()
 
 
 def resources(config: pytest.Config) -> Resources:
     return config.stash[RESOURCES]
+
+
+def session_state(config: pytest.Config) -> SessionState:
+    return config.stash[STATE]
 
 
 def is_worker(config: pytest.Config) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vgate.cell import CellPool
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory
@@ -77,10 +78,12 @@ def run_verifiers(
     env: EnvSpec | None = None,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     scratch: Path | str | None = None,
+    cells: CellPool | None = None,
 ) -> Verdict:
     """Run ``targets`` concurrently (same keywords as ``call_verifier``) and join them.
 
-    Never raises, except KeyboardInterrupt, after killing every child it started.
+    Raises only KeyboardInterrupt (after killing every child it started) and a bug of
+    ours, which the caller's boundary (``boundary.fail_closed``) turns into mode ``error``.
     """
     started = time.monotonic()
     cancel = Cancel()
@@ -99,12 +102,13 @@ def run_verifiers(
             env=env,
             capture_limit=capture_limit,
             scratch=scratch,
+            cells=cells,
             cancel=cancel,
         )
 
     def in_thread(index: int) -> None:
-        # Catch-all: call_verifier never raises, but a bug of ours in a thread would
-        # otherwise vanish and leave a hole that must not read as a pass.
+        # Catch-all: a thread has no boundary above it; a bug of ours here would vanish
+        # into threading.excepthook and leave a hole that must not read as a pass.
         try:
             results[index] = one(index)
         except BaseException as exc:  # noqa: BLE001
@@ -112,13 +116,8 @@ def run_verifiers(
                 targets[index].display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
             )
 
-    if len(targets) == 1:  # no thread: the caller's own (Ctrl-C propagates from here)
-        try:
-            results[0] = one(0)
-        except Exception as exc:  # noqa: BLE001 - a bug of ours must not read as a pass
-            results[0] = VerifierResult.failure(
-                targets[0].display, Mode.ERROR, f"pytest-vgate: internal error: {exc!r}"
-            )
+    if len(targets) == 1:  # no thread: the caller's own (a bug of ours reaches its boundary)
+        results[0] = one(0)
         threads = []
     else:
         threads = [
@@ -167,4 +166,5 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
         caller_env=ctx.caller_env,
         env=gate.env,
         capture_limit=ctx.capture_limit,
+        cells=ctx.cells,
     )

@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.cell import build_env, cell_is_clean, check_cell, pooled_cell, remove_tree
+from pytest_vgate.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, Capture, drain, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory, toolchain_bin
@@ -477,6 +477,7 @@ def call_verifier(
     env: EnvSpec | None = None,
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     scratch: Path | str | None = None,
+    cells: CellPool | None = None,
     cancel: Cancel | None = None,
 ) -> VerifierResult:
     """Call one verifier under the fail-closed contract and return what happened.
@@ -509,7 +510,9 @@ def call_verifier(
     cell_context: AbstractContextManager[Path] = (
         check_cell("vgate-verifier-", parent=Path(scratch))
         if scratch is not None
-        else pooled_cell()
+        else cells.cell()
+        if cells is not None
+        else check_cell("vgate-verifier-")
     )
     with cell_context as cell:
         host = ToolHost(

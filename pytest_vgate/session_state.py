@@ -1,0 +1,47 @@
+"""What one session keeps between checks and gives back at its end: ``SessionState``.
+
+The pytest layer opens one per config (``plugin.session.STATE`` in ``config.stash``) at
+configure and closes it at unconfigure; checks reach it through ``RunContext.cells``. A
+library caller opens its own, or passes none (each check then gets a fresh cell).
+``close`` removes the idle cells of its pool, stops the verifier zygotes (and the spare
+child each keeps ready) and the idle shepherds of this process, and forgets the folders
+it resolved: nothing it made outlives the session, and a second session in the same
+process starts from nothing. It never touches what it did not make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_vgate.cell import CellPool
+
+
+@dataclass
+class SessionState:
+    """The session's reusable resources (the cell pool, the verifier and shepherd
+    processes kept ready); ``close`` is idempotent."""
+
+    cells: CellPool = field(default_factory=CellPool)
+    isolation: str = "auto"  # --vgate-isolation of the verifier processes
+    closed: bool = False
+
+    @classmethod
+    def open(cls, isolation: str = "auto") -> SessionState:
+        from pytest_vgate.verifiers import spawner
+
+        spawner.set_isolation(isolation)
+        return cls(isolation=isolation)
+
+    def close(self) -> None:
+        """Remove the idle cells; stop the zygotes and idle shepherds started for checks."""
+        if self.closed:
+            return
+        self.closed = True
+        from pytest_vgate.process import contain
+        from pytest_vgate.runner import forget_folders
+        from pytest_vgate.verifiers import spawner
+
+        self.cells.close()
+        spawner.shutdown()
+        contain.POOL.close()
+        forget_folders()
