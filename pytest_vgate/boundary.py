@@ -1,12 +1,12 @@
 """The fail-closed boundary of the pytest process: ``fail_closed``.
 
 Every process pytest-vgate runs code in has exactly one place that catches everything and
-turns it into a failed answer with a mode (docs/architecture.md, "Boundaries"):
+turns it into a failed answer with a mode (docs/modes.md, "Internal errors"):
 
 - the pytest process: ``fail_closed`` (here) -- every check, verifier and citation the
   runner runs, and each step of the controller after the session (report, exporters,
   ledger, summary), which become a warning carrying the mode instead;
-- a verifier's child: ``verifiers.child`` (its ``run`` answers ``internal``);
+- a verifier's child: ``verifiers.child.child_main`` (answers ``internal``: mode ``error``);
 - a verifier zygote: ``verifiers.zygote._import`` (the module's import is its answer);
 - the shepherd: ``process.shepherd.main`` (answers ``fatal``);
 - the coverage bootstrap in a check's Python: ``measure.BOOTSTRAP`` (``_vgate_start``).

@@ -61,7 +61,9 @@ def _vgate_start():
     atexit.register(_mark, folder, "finished." + token, "")  # runs after coverage saved
     try:
         coverage.process_startup()
-    except Exception as exc:  # a broken start is "not measured", never a broken check
+    # This process's boundary (boundary.py): a broken start is "not measured", never a
+    # broken check.
+    except Exception as exc:  # noqa: BLE001
         _mark(folder, "failed." + token, "%s: %s" % (type(exc).__name__, exc))
         return
     if getattr(coverage.process_startup, "coverage", None) is None:
@@ -94,7 +96,7 @@ def _chain():
                 sys.modules["sitecustomize"] = module
                 try:
                     spec.loader.exec_module(module)
-                except Exception:
+                except Exception:  # the user's own sitecustomize: its failure is not ours
                     pass
             return
 

@@ -25,7 +25,7 @@ found = {}
 for name in json.loads(sys.argv[2]):
     try:
         spec = importlib.util.find_spec(name)
-    except Exception:
+    except Exception:  # find_spec imports the parent packages: their code may raise anything
         spec = None
     where = None
     if spec is not None:

@@ -326,7 +326,8 @@ def main(argv: list[str]) -> None:
             shepherd.reap_all()
     except BrokenPipeError:
         pass
-    except Exception:  # noqa: BLE001 - report our own bug to the caller, then exit
+    # The shepherd's fail-closed boundary (boundary.py): report our own bug, then exit.
+    except Exception:  # noqa: BLE001
         import traceback
 
         with contextlib.suppress(OSError):

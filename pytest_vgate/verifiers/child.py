@@ -54,7 +54,7 @@ class Link:
 
 def flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
-        with suppress(BaseException):
+        with suppress(BaseException):  # the verifier may have replaced the streams with anything
             stream.flush()
 
 
@@ -93,10 +93,10 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
         result = execute(job, link)
         flush_streams()  # before the answer: the pytest process then reads what is there
         link.send({"op": "result", "result": result})
-    # Catch-all: a bug of ours (or a signal handler of the verifier firing late) must
-    # still answer; the parent turns this into an error rather than a crash.
+    # The verifier child's fail-closed boundary (boundary.py): a bug of ours (or a signal
+    # handler of the verifier firing late) must still answer; the parent makes it an error.
     except BaseException as exc:  # noqa: BLE001
-        with suppress(BaseException):
+        with suppress(BaseException):  # the link is gone: the parent sees a crash instead
             link.send({"op": "internal", "detail": f"{type(exc).__name__}: {exc}"})
     finally:
         flush_streams()

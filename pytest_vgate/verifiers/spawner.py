@@ -264,9 +264,9 @@ def _base_control() -> Control:
 def _stop_base(base: tuple[Control, Any]) -> None:
     control, proc = base
     control.close()  # end of stream: it kills its zygotes and exits
-    with suppress(Exception):
+    with suppress(Exception):  # stopping goes on to the kill whatever the wait raised
         proc.wait(timeout=5.0)
-    with suppress(Exception):
+    with suppress(Exception):  # a zygote that cannot be killed must not stop the shutdown
         proc.kill()
         proc.wait(timeout=5.0)
 
@@ -284,7 +284,7 @@ def shutdown() -> None:
         zygote.control.close()
     if base is not None:
         _stop_base(base)
-    with suppress(Exception):
+    with suppress(Exception):  # at exit or unconfigure: a cell left is a warning, not a crash
         _cells.close()
 
 

@@ -171,7 +171,8 @@ def _import(message: Mapping[str, Any]) -> dict[str, Any]:
         import_module(str(message["module"]), message.get("file"))
     except VerifierImportError as exc:
         return {"ready": False, "mode": "error", "detail": str(exc)}
-    # Catch-all: importing runs the user's module code; whatever it raises is its mode.
+    # The zygote's fail-closed boundary (boundary.py): importing runs the user's module
+    # code; whatever it raises is its mode.
     except BaseException as exc:  # noqa: BLE001
         mode, detail = classify_exception(exc, where)
         return {"ready": False, "mode": mode.value, "detail": detail}
