@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# Imported before any in-process session: pytester drops the modules a session imported
+# when it ends, and a second session would then pair this layer's old stash keys with
+# new ones (the layer itself loads lazily, plugin/__init__.py).
+import pytest_vgate.plugin.hooks  # noqa: F401
 from pytest_vgate.cell import CellPool
 from pytest_vgate.session_state import SessionState
 from pytest_vgate.verifiers import spawner
@@ -72,7 +76,7 @@ def leftovers(folder: Path, scratch: Path, patience: float = 30.0) -> tuple[list
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     pytester.makefile(".yaml", gates=GATES)
-    pytester.makepyfile(test_verifiers=VERIFIERS)
+    pytester.makepyfile(test_state_verifiers=VERIFIERS)  # a name no other test module has
     scratch = pytester.path / "scratch"  # the sessions' TMPDIR: every cell is made here
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
@@ -85,7 +89,7 @@ def test_a_session_leaves_no_process_and_no_folder_of_ours(
     pytester: pytest.Pytester, project: Path, dist_args: list[str]
 ) -> None:
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", *dist_args, "--vgate", "gates.yaml", "test_verifiers.py"
+        "-p", "no:cacheprovider", *dist_args, "--vgate", "gates.yaml", "test_state_verifiers.py"
     )
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=3)
@@ -100,7 +104,7 @@ def run_in_process(pytester: pytest.Pytester, scratch: Path) -> pytest.RunResult
     tempfile.tempdir = str(scratch)
     try:
         result = pytester.runpytest(
-            "-p", "no:cacheprovider", "--vgate", "gates.yaml", "test_verifiers.py"
+            "-p", "no:cacheprovider", "--vgate", "gates.yaml", "test_state_verifiers.py"
         )
     finally:
         tempfile.tempdir = saved
