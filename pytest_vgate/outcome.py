@@ -24,8 +24,9 @@ from pytest_vgate.evidence.reach import (
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import JUDGMENT_TYPES, run_check
-from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.runner import run_check
+from pytest_vgate.spec import Gate
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 from pytest_vgate.why import explain
 
@@ -113,11 +114,12 @@ def evaluate_gate(
     """
     measure: MeasureSpec | None = None
     change: Change | None = None
+    kind = kind_of(gate.type)
     if base_ctx is not None and base_tree is not None:
         base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
-        if coverage and evidence is not None and gate.type not in JUDGMENT_TYPES:
+        if coverage and evidence is not None and not kind.judgment:
             change = evidence.change_for(base_tree)
-            if not change.empty and not change.error and gate.type is not GateType.PYTHON:
+            if not change.empty and not change.error and not kind.unmeasured:
                 measure = measure_change(change)
     green_ctx = replace(ctx, measure=measure)
     red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
@@ -126,7 +128,7 @@ def evaluate_gate(
     if evidence is None:
         return decide(gate, take_measured(run_check(gate, ctx))[0], strict=strict)
     first: Verdict | None = None
-    if gate.type in JUDGMENT_TYPES:  # without a judge there is nothing to prove
+    if kind.judgment:  # without a judge there is nothing to prove
         first = run_check(gate, green_ctx)
         if first.mode is Mode.JUDGMENT:
             return decide(gate, first, strict=strict)
@@ -147,10 +149,9 @@ def evaluate_gate(
     if change is not None:
         red_reaches = [red_reach(change, m) for _, m in red_runs]
         green_reaches = [green_reach(change, m) for _, m in green_runs]
-        if gate.type is GateType.PYTHON:
-            why = "type: python verifiers run in forked children that are not measured"
-            red_reaches = [RunReach(False, reason=why) for _ in red_reaches]
-            green_reaches = [RunReach(False, reason=why) for _ in green_reaches]
+        if kind.unmeasured:
+            red_reaches = [RunReach(False, reason=kind.unmeasured) for _ in red_reaches]
+            green_reaches = [RunReach(False, reason=kind.unmeasured) for _ in green_reaches]
         cov = judge(
             change,
             red_reaches[0] if red_reaches else None,

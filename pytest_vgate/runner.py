@@ -9,8 +9,9 @@ process's one catch-all. Whatever goes wrong, ours or the check's, becomes a fai
 from __future__ import annotations
 
 import functools
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,15 +25,14 @@ from pytest_vgate.measure import MEASURED_KEY, Measured
 from pytest_vgate.measure import start as start_measuring
 from pytest_vgate.process import ProcessResult, run_process
 from pytest_vgate.run_context import RunContext, gate_timeout
-from pytest_vgate.spec import Gate, GatesFileError, GateType, gate_from_mapping, values
+from pytest_vgate.spec import Gate, GatesFileError, gate_from_mapping, values
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
 
 if TYPE_CHECKING:
     from pytest_vgate.citations import Citation, CitationChecker, CitationResult
     from pytest_vgate.verifiers import VerifierTarget
-
-JUDGMENT_TYPES = (GateType.SEMANTIC, GateType.SELF_REVIEW)
 
 
 def run_check(gate: Gate, ctx: RunContext) -> Verdict:
@@ -87,17 +87,26 @@ def run_citation(checker: CitationChecker, citation: Citation) -> tuple[Verdict,
 
 
 def _dispatch(gate: Gate, ctx: RunContext) -> Verdict:
-    if gate.type in JUDGMENT_TYPES:
-        judged = ctx.judge(gate, ctx) if ctx.judge is not None else None
-        if judged is not None:
-            return judged
-        return Verdict(
-            mode=Mode.JUDGMENT,
-            detail=f"{gate.type.value} gates need a rubric and a judge, not re-execution",
-        )
-    if gate.type is GateType.PYTHON:
-        return _run_verifier_gate(gate, ctx)
-    return run_command(gate, ctx)
+    return run_function(kind_of(gate.type).run)(gate, ctx)
+
+
+@functools.cache
+def run_function(ref: str) -> Callable[[Gate, RunContext], Verdict]:
+    """A gate kind's run function from its ``module:function`` reference (``spec.kinds``)."""
+    module, _, name = ref.partition(":")
+    found: Callable[[Gate, RunContext], Verdict] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def run_judgment(gate: Gate, ctx: RunContext) -> Verdict:
+    """A judgment gate (``semantic``, ``self_review``): the judge's verdict, or ``judgment``."""
+    judged = ctx.judge(gate, ctx) if ctx.judge is not None else None
+    if judged is not None:
+        return judged
+    return Verdict(
+        mode=Mode.JUDGMENT,
+        detail=f"{gate.type.value} gates need a rubric and a judge, not re-execution",
+    )
 
 
 def run_command(gate: Gate, ctx: RunContext) -> Verdict:
@@ -252,12 +261,6 @@ def verdict_from_process(
     cause, why = command_cause(gate, code, result.stderr) if code is not None else (None, "")
     detail = f"exit code {code}, expected {expected}" + (f"; {why}" if why else "")
     return Verdict.failed(Mode.FAIL, detail, cause=cause or Cause.PRODUCT, **common)
-
-
-def _run_verifier_gate(gate: Gate, ctx: RunContext) -> Verdict:
-    from pytest_vgate.verifiers import run_verifier_refs
-
-    return run_verifier_refs(gate, ctx)
 
 
 def run_oracle_check(gate: Gate | Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> Verdict:

@@ -8,7 +8,8 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.spec import Gate
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Mode, Verdict
 
 DECISIVE_LIMIT = 6
@@ -81,11 +82,8 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:
             f"{', '.join(gate.overlay)}: fix the node id in the check, or add the file that "
             "defines the test to `overlay`."
         )
-    if gate.type is GateType.PYTHON:
-        return (
-            "The verifier did not answer on the base (see its checks above): make it fail "
-            "with `Outcome.failed(...)` when the change is missing, not raise."
-        )
+    if kind_of(gate.type).base_hint:
+        return kind_of(gate.type).base_hint
     if pytest_like and base.exit_code == 2:
         return (
             "pytest was interrupted on the base (a collection error): make the test module "

@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pytest_vgate.evidence.identity import TreeState, claim_hash, fingerprint
-from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.spec import Gate
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 RECORD_VERSION = 1
@@ -72,7 +73,7 @@ def judge_red(mode: Mode, exit_code: int | None, gate: Gate) -> tuple[bool, str]
     if mode is not Mode.FAIL:
         return False, _MODE_NOT_RED.get(mode, f"mode {mode.value} is not an answer")
     if exit_code is None:
-        if gate.red_exit is not None and gate.type is not GateType.PYTHON:
+        if gate.red_exit is not None and kind_of(gate.type).red_exit:
             return False, f"no exit code to match red_exit {list(gate.red_exit)}"
         return True, "the check ran and answered no"
     if exit_code < 0:

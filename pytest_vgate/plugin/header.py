@@ -17,7 +17,8 @@ from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.evidence import runs_pytest
 from pytest_vgate.origin import import_warnings
 from pytest_vgate.plugin.session import Resources
-from pytest_vgate.spec import Gate, GatesFile, GateType
+from pytest_vgate.spec import Gate, GatesFile
+from pytest_vgate.spec.kinds import kind_of
 
 PYTHONS = ("python", "python3")
 
@@ -25,7 +26,7 @@ PYTHONS = ("python", "python3")
 def _python_gate(gates_file: GatesFile) -> Gate | None:
     """The first gate whose check runs Python (``python ...`` or pytest)."""
     for gate in gates_file.gates:
-        if gate.type in (GateType.COMMAND, GateType.CODE) and gate.argv:
+        if kind_of(gate.type).runs_argv and gate.argv:
             program = os.path.basename(gate.argv[0])
             if program.startswith("python") or runs_pytest(gate.argv):
                 return gate

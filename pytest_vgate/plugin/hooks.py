@@ -28,7 +28,8 @@ from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, read_settings
 from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.session_state import SessionState
-from pytest_vgate.spec import GatesFile, GatesFileError, GateType
+from pytest_vgate.spec import GatesFile, GatesFileError
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
@@ -139,7 +140,7 @@ def tool_ids(loaded: list[GatesFile]) -> list[str]:
     for gates_file in loaded:
         for gate in gates_file.gates:
             names = [*gates_file.default_tools, *gate.tools]
-            if gate.argv and gate.type in (GateType.COMMAND, GateType.CODE):
+            if gate.argv and kind_of(gate.type).runs_argv:
                 names.append(gate.argv[0])
             ids.update(dict.fromkeys(name for name in names if "/" not in name))
     return list(ids)

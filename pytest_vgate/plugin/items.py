@@ -23,8 +23,9 @@ from pytest_vgate.plugin.remote import remote_problem
 from pytest_vgate.plugin.session import resources, session_state
 from pytest_vgate.report import check_targets
 from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import JUDGMENT_TYPES, run_verifier
+from pytest_vgate.runner import run_verifier
 from pytest_vgate.spec import Gate, GatesFileError, GateType
+from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import VerifierTarget
@@ -101,7 +102,7 @@ class GateItem(VgateItem):
             caller_env=caller_env,
             inventory=res.inventory_for(self.gate.root),
             sys_path=sys_path,
-            judge=judge_for(self) if self.gate.type in JUDGMENT_TYPES else None,
+            judge=judge_for(self) if kind_of(self.gate.type).judgment else None,
             isolation=res.settings.isolation,
             cells=session_state(self.config).cells,
         )

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from pytest_vgate.regular import read_regular
 from pytest_vgate.spec import values
+from pytest_vgate.spec.kinds import GateKind, kind_of
 from pytest_vgate.spec.model import (
     ALIASES,
     DEFAULT_KEYS,
@@ -28,7 +29,6 @@ from pytest_vgate.spec.model import (
 from pytest_vgate.spec.yamlnodes import YamlError, gc_paused, load_yaml
 
 _SAME_VALUE = {**ALIASES, "verifier": "verifiers"}  # keys that may not be given together
-_RUNS_ARGV = (GateType.COMMAND, GateType.CODE)
 # Built once, not per gate: the keys a gate may have and the hint for top-level keys in one.
 _GATE_KNOWN = GATE_KEYS | ALIASES.keys()
 _TOP_HINT = dict.fromkeys(TOP_LEVEL_KEYS, "it belongs at the top level of the file. ")
@@ -326,6 +326,16 @@ def _canonical_keys(where: _Where) -> dict[str, str]:
     return given
 
 
+def _check_kind_keys(where: _Where, kind: GateKind, given: Mapping[str, str]) -> None:
+    """The keys a gate kind needs, then the keys it refuses (its row in ``spec.kinds``)."""
+    for key, message in kind.required.items():
+        if key not in given:
+            where.fail(where.line, key, message)
+    for key, message in kind.refused.items():
+        if key in given:
+            where.fail(where.key_line(given[key]), given[key], message)
+
+
 def _build_gate(
     data: Any,
     *,
@@ -361,33 +371,14 @@ def _build_gate(
     claim = where.parse(given["claim"], values.text, nullable=True) if "claim" in given else ""
     check_key = given.get("check", "check")
     check = where.parse(check_key, values.text, nullable=True) if check_key in data else ""
+    kind = kind_of(gate_type)
     argv: tuple[str, ...] = ()
-    if gate_type in _RUNS_ARGV and check_key in data:
+    if kind.runs_argv and check_key in data:
         argv = where.parse(check_key, lambda k, _v: values.argv(k, check))
     verifiers: tuple[str, ...] = ()
     if "verifiers" in given:
         verifiers = where.parse(given["verifiers"], values.verifier_refs)
-        if gate_type is not GateType.PYTHON:
-            where.fail(
-                where.key_line(given["verifiers"]),
-                given["verifiers"],
-                "verifiers run only in a `type: python` gate; set `type: python` or remove them",
-            )
-    if gate_type is GateType.PYTHON:
-        if not verifiers:
-            where.fail(
-                where.line,
-                "verifiers",
-                "a `type: python` gate needs `verifiers: [module:function, ...]` "
-                "(or `verifier: module:function`)",
-            )
-        if check_key in data:
-            where.fail(
-                where.key_line(check_key),
-                check_key,
-                "a `type: python` gate runs its verifiers, not a check; "
-                "remove it or use `type: command`",
-            )
+    _check_kind_keys(where, kind, given)
     return Gate(
         id=gate_id,
         type=gate_type,
