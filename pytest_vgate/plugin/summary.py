@@ -1,7 +1,9 @@
 """The terminal summary: gates by mode, failures, red-before-green, citations.
 
 Written on the controller only, from the payloads the reports carried, so it is
-the same plain and under xdist.
+the same plain and under xdist. The summary is the list ``SECTIONS`` of small writers,
+each a pure function from a ``SummaryInput`` to the ``Line``s it adds (none to stay
+silent); ``write_summary`` prints them in order under one ``vgate`` separator.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import re
 import shutil
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -22,6 +26,28 @@ MODE_ORDER = [m.value for m in Mode]
 CITATION_KINDS = ("citation", "citation-document")
 
 
+class Line(NamedTuple):
+    """One summary line and its colour (``red``, ``yellow`` or none)."""
+
+    text: str
+    color: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    """What every section writer reads: the payloads split and ordered, and the terminal."""
+
+    gates: Sequence[tuple[str, Mapping[str, Any]]]  # (nodeid, payload), gates-file order
+    citations: Sequence[Mapping[str, Any]]  # citation and citation-document payloads
+    warnings: Sequence[str]
+    width: int
+    verbose: bool
+    rootpath: Path
+
+
+Section = Callable[[SummaryInput], list[Line]]
+
+
 def write_summary(
     tr: pytest.TerminalReporter, payloads: Mapping[str, Mapping[str, Any]], res: Resources
 ) -> None:
@@ -29,16 +55,18 @@ def write_summary(
     citations = [p for p in payloads.values() if p.get("kind") in CITATION_KINDS]
     if not gates and not citations and not res.warnings:
         return
-    width = terminal_width(tr)
+    summary = SummaryInput(
+        gates=sorted(gates.items(), key=lambda kv: file_order(kv[1], res)),
+        citations=citations,
+        warnings=list(res.warnings),
+        width=terminal_width(tr),
+        verbose=tr.config.option.verbose > 0,
+        rootpath=tr.config.rootpath,
+    )
     tr.write_sep("=", "vgate")
-    if gates:
-        ordered = sorted(gates.items(), key=lambda kv: file_order(kv[1], res))
-        _write_gates(tr, ordered, width)
-        _write_rbg(tr, ordered, width, verbose=tr.config.option.verbose > 0)
-    for warning in res.warnings:  # one line each: paths in them stay whole for copying
-        tr.write_line(f"vgate warning: {warning}", yellow=True)
-    if citations:
-        _write_citations(tr, citations, res)
+    for section in SECTIONS:
+        for line in section(summary):
+            tr.write_line(line.text, **({line.color: True} if line.color else {}))
 
 
 def terminal_width(tr: pytest.TerminalReporter) -> int:
@@ -60,24 +88,32 @@ def file_order(payload: Mapping[str, Any], res: Resources) -> tuple[int, str, in
     return rank, path, number, str(payload.get("nodeid") or payload.get("id") or "")
 
 
-def _write_gates(
-    tr: pytest.TerminalReporter, gates: Sequence[tuple[str, Mapping[str, Any]]], width: int
-) -> None:
-    counts = Counter(str(p.get("mode")) for _, p in gates)
+def gate_counts(summary: SummaryInput) -> list[Line]:
+    """``gates: N (n1 pass, n2 fail, ...)`` in mode order."""
+    if not summary.gates:
+        return []
+    counts = Counter(str(p.get("mode")) for _, p in summary.gates)
     ordered = sorted(counts.items(), key=lambda kv: _mode_rank(kv[0]))
-    tr.write_line(f"gates: {len(gates)} (" + ", ".join(f"{n} {mode}" for mode, n in ordered) + ")")
+    listed = ", ".join(f"{n} {mode}" for mode, n in ordered)
+    return [Line(f"gates: {len(summary.gates)} ({listed})")]
+
+
+def failed_gates(summary: SummaryInput) -> list[Line]:
+    """Each failed gate (and each strict failure) with its mode, cause and a short hint."""
     failed = [
         (n, p)
-        for n, p in gates
+        for n, p in summary.gates
         if (not p.get("ok") and p.get("mode") != "judgment") or p.get("strict_failure")
     ]
-    if failed:
-        tr.write_line("failed gates:")
-        for nodeid, p in failed:
-            cause = f" ({p['cause']})" if p.get("cause") else ""
-            detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())
-            for line in hint_lines(f"{nodeid}: {p.get('mode')}{cause} - ", detail, width):
-                tr.write_line(line, red=True)
+    if not failed:
+        return []
+    lines = [Line("failed gates:")]
+    for nodeid, p in failed:
+        cause = f" ({p['cause']})" if p.get("cause") else ""
+        detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())
+        head = f"{nodeid}: {p.get('mode')}{cause} - "
+        lines += [Line(line, "red") for line in hint_lines(head, detail, summary.width)]
+    return lines
 
 
 HINT_LINES = 3  # lines a failed gate's hint may take in the summary (whole sentences)
@@ -98,49 +134,44 @@ def _mode_rank(mode: str) -> int:
     return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
 
 
-def _write_rbg(
-    tr: pytest.TerminalReporter,
-    gates: Sequence[tuple[str, Mapping[str, Any]]],
-    width: int,
-    *,
-    verbose: bool,
-) -> None:
+def red_before_green(summary: SummaryInput) -> list[Line]:
     """One row per gate and verifier, in gates-file order: its red evidence, the run now,
     status and cause. With ``-v`` each row is followed by the reason for its status."""
-    rows = [(n, p) for n, p in gates if p.get("rbg") or p.get("kind") == "verifier"]
+    width = summary.width
+    rows = [(n, p) for n, p in summary.gates if p.get("rbg") or p.get("kind") == "verifier"]
     if not rows:
-        return
+        return []
     counts = Counter(str(p["rbg"]) for _, p in rows if p.get("rbg"))
     trees = sorted({str(p["tree_label"]) for _, p in rows if p.get("tree_label")})
     where = f" (now = {', '.join(trees)})" if trees else ""
-    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    for line in wrap(
-        f"red-before-green: {summary or 'no evidence'}{where}", width, subsequent="  "
-    ):
-        tr.write_line(line)
+    listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    title = f"red-before-green: {listed or 'no evidence'}{where}"
+    lines = [Line(line) for line in wrap(title, width, subsequent="  ")]
     header = ("gate", "red evidence", "now", "coverage", "status", "cause")
-    table = []
-    for nodeid, p in rows:
-        table.append(
-            (
-                str(p.get("id", nodeid)),
-                _red_text(p),
-                _now_text(p),
-                _coverage_text(p),
-                str(p.get("rbg") or "-"),
-                str(p.get("cause") or "-"),
-            )
+    table = [
+        (
+            str(p.get("id", nodeid)),
+            _red_text(p),
+            _now_text(p),
+            _coverage_text(p),
+            str(p.get("rbg") or "-"),
+            str(p.get("cause") or "-"),
         )
+        for nodeid, p in rows
+    ]
     groups = table_rows(header, table, width)
-    for line in groups[0]:
-        tr.write_line(line)
+    lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
-        for line in group:
-            tr.write_line(line)
+        lines += [Line(line) for line in group]
         reason = " ".join(str(p.get("rbg_reason") or "").split())
-        if verbose and reason:
-            for line in wrap(reason, width, indent="      "):
-                tr.write_line(line)
+        if summary.verbose and reason:
+            lines += [Line(line) for line in wrap(reason, width, indent="      ")]
+    return lines
+
+
+def session_warnings(summary: SummaryInput) -> list[Line]:
+    """The session's warnings, one line each: paths in them stay whole for copying."""
+    return [Line(f"vgate warning: {warning}", "yellow") for warning in summary.warnings]
 
 
 def _run_text(record: Mapping[str, Any], *, with_time: bool) -> str:
@@ -189,46 +220,68 @@ def _now_text(p: Mapping[str, Any]) -> str:
     return str(mode or "-")
 
 
-def _write_citations(
-    tr: pytest.TerminalReporter, payloads: list[Mapping[str, Any]], res: Resources
-) -> None:
-    """The audited documents, the fixes, then the VERIFICATION GATE RESULT block, in
-    document order: reports arrive in any order under xdist, and the block must not
-    depend on it. A citation rewritten by --vgate-fix counts as what was found."""
-    from pytest_vgate.citations import CitationResult, summary_block
+def _citations(summary: SummaryInput) -> list[Mapping[str, Any]]:
+    """The citation payloads in document order: under xdist reports arrive in any order,
+    and the summary must not depend on it."""
+    found = (p for p in summary.citations if p.get("kind") == "citation")
+    return sorted(found, key=_document_order)
 
-    citations = sorted((p for p in payloads if p.get("kind") == "citation"), key=_document_order)
+
+def citation_documents(summary: SummaryInput) -> list[Line]:
+    """The audited documents with their citation counts, then those that were not read."""
+    if not summary.citations:
+        return []
     documents: dict[str, int] = {}
-    for c in citations:
-        documents[c["source"].rsplit(":", 1)[0]] = (
-            documents.get(c["source"].rsplit(":", 1)[0], 0) + 1
-        )
-    unread: list[str] = []
-    for p in payloads:
+    for c in _citations(summary):
+        document = c["source"].rsplit(":", 1)[0]
+        documents[document] = documents.get(document, 0) + 1
+    unread: list[Line] = []
+    for p in summary.citations:
         if p.get("kind") == "citation-document":
             documents.setdefault(str(p["document"]), 0)
             if not p.get("ok"):
-                unread.append(f"  {p['document']}: not audited: {p.get('detail')}")
+                unread.append(Line(f"  {p['document']}: not audited: {p.get('detail')}", "red"))
+    listed = ", ".join(f"{doc} ({n})" for doc, n in sorted(documents.items()))
+    return [Line(f"citation documents: {len(documents)}: {listed}"), *unread]
+
+
+def citation_fixes(summary: SummaryInput) -> list[Line]:
+    """The citations ``--vgate-fix`` rewrote: where, and from what to what."""
+    fixed = [c for c in _citations(summary) if c.get("fixed_from")]
+    if not fixed:
+        return []
+    lines = [Line(f"citations rewritten by --vgate-fix: {len(fixed)}")]
+    lines += [Line(f"  {c['source']}: {c['fixed_from']} -> {c['location']}") for c in fixed]
+    return lines
+
+
+def citation_result(summary: SummaryInput) -> list[Line]:
+    """The VERIFICATION GATE RESULT block (verified, fabrications, ...), in document order.
+    A citation rewritten by --vgate-fix counts as what was found."""
+    if not summary.citations:
+        return []
+    from pytest_vgate.citations import CitationResult, summary_block
+
     results = [
         CitationResult.from_dict(
             c["original"] if c.get("original") and c.get("ok") else c["result"]
         )
-        for c in citations
+        for c in _citations(summary)
     ]
-    listed = ", ".join(f"{doc} ({n})" for doc, n in sorted(documents.items()))
-    tr.write_line(f"citation documents: {len(documents)}: {listed}")
-    for line in unread:
-        tr.write_line(line, red=True)
-    fixed = [c for c in citations if c.get("fixed_from")]
-    if fixed:
-        tr.write_line(f"citations rewritten by --vgate-fix: {len(fixed)}")
-        for c in fixed:
-            tr.write_line(f"  {c['source']}: {c['fixed_from']} -> {c['location']}")
-    block = summary_block(results, tr.config.rootpath)
-    for line in block.splitlines():
-        tr.write_line(line)
+    return [Line(line) for line in summary_block(results, summary.rootpath).splitlines()]
 
 
 def _document_order(payload: Mapping[str, Any]) -> tuple[str, int]:
     cited = payload["result"]["citation"]
     return str(cited["document"]), int(cited["offset"])
+
+
+SECTIONS: tuple[Section, ...] = (
+    gate_counts,
+    failed_gates,
+    red_before_green,
+    session_warnings,
+    citation_documents,
+    citation_fixes,
+    citation_result,
+)
