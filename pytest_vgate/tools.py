@@ -82,17 +82,44 @@ class UnknownToolError(LookupError):
     """A tool id that is not in the inventory: an authoring defect, not a missing tool."""
 
 
-class UndeclaredToolError(ValueError):
-    """A gate runs a program that is not among the tools it declares."""
+class ToolUseError(Exception):
+    """A tool that may not, or could not, be run; ``mode`` is the verdict it leads to."""
 
-    def __init__(self, program: str, declared: Sequence[str]):
+    mode = Mode.ERROR
+
+
+class UndeclaredToolError(ToolUseError, ValueError):
+    """A program that is not among the tools declared for it: a gate's check (a collection
+    error) or a verifier's ``ctx.run`` (the verifier fails with ``error`` even if it
+    catches this)."""
+
+    mode = Mode.ERROR
+
+    def __init__(self, program: str, declared: Sequence[str], message: str = "") -> None:
         self.program = program
         self.declared = tuple(declared)
         listed = ", ".join(repr(t) for t in self.declared)
         super().__init__(
-            f"the check runs {program!r}, which is not among its declared tools [{listed}]; "
+            message
+            or f"the check runs {program!r}, which is not among its declared tools [{listed}]; "
             f"add {program!r} to the gate's `tools`, or start the check with one of them"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable despite the 3-argument __init__
+        return (type(self), (self.program, self.declared, str(self)))
+
+
+class ToolUnavailableError(ToolUseError):
+    """The tool was found nowhere (``unavailable`` when a verifier lets it escape)."""
+
+    mode = Mode.UNAVAILABLE
+
+
+class ToolMovedError(ToolUseError):
+    """The tool's bytes changed since the inventory; it was not run. A verifier fails with
+    ``sandbox`` even if it catches this."""
+
+    mode = Mode.SANDBOX
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -189,9 +189,6 @@ class Verdict:
         chosen = cause if cause is not None else DEFAULT_CAUSE[mode]
         errors = tuple(fields.pop("errors", ())) or ((detail,) if detail else ())
         return cls(mode=mode, cause=chosen, detail=detail, errors=errors, **fields)
-
-    def with_cause(self, cause: Cause | None) -> Verdict:
-        return replace(self, cause=cause)
 
     def to_dict(self) -> dict[str, Any]:
         return {

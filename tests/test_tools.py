@@ -514,3 +514,19 @@ def test_declared_tool_error_message_for_collection() -> None:
     assert message is not None
     assert "'bash'" in message
     assert "['python']" in message
+
+
+def test_one_undeclared_tool_error_for_checks_and_ctx_run() -> None:
+    """A check's argv[0] and a verifier's ``ctx.run`` refuse an undeclared tool with the
+    same class: a ToolUseError (mode ``error``) and a ValueError, and it pickles."""
+    import pickle
+
+    from pytest_vgate import verifiers
+    from pytest_vgate.verdict import Mode
+
+    assert verifiers.UndeclaredToolError is UndeclaredToolError
+    with pytest.raises(verifiers.ToolUseError) as info:
+        argv0_tool("bash", ["python"])
+    assert isinstance(info.value, ValueError) and info.value.mode is Mode.ERROR
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert (copy.program, copy.declared, str(copy)) == ("bash", ("python",), str(info.value))

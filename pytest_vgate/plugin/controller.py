@@ -195,7 +195,3 @@ def worker_payload(res: Resources) -> dict[str, Any]:
         "fixed_citations": res.fixed_citations,
         "starting_path": res.starting_path,
     }
-
-
-def default_ledger(root: Path) -> Path:
-    return root / ".vgate"

@@ -36,7 +36,6 @@ class Resources:
     warnings: list[str] = field(default_factory=list)
     gates_files: dict[Path, GatesFile | GatesFileError] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)  # per-process caches (checkers...)
-    results: list[dict[str, Any]] = field(default_factory=list)  # controller: payloads seen
     own_files: tuple[Path, ...] = ()  # junit, JSON report: never part of the tree identity
     caller_env: Mapping[str, str] | None = None  # see run_basics()
     starting_path: str | None = None  # PATH when pytest started (the controller's)

@@ -7,6 +7,12 @@ Verdict. See docs/verifiers.md.
 
 from __future__ import annotations
 
+from pytest_vgate.tools import (
+    ToolMovedError,
+    ToolUnavailableError,
+    ToolUseError,
+    UndeclaredToolError,
+)
 from pytest_vgate.verifiers.api import (
     Isolation,
     Outcome,
@@ -15,15 +21,7 @@ from pytest_vgate.verifiers.api import (
     find_verifier_spec,
     verifier,
 )
-from pytest_vgate.verifiers.context import (
-    ToolMovedError,
-    ToolRun,
-    ToolUnavailableError,
-    ToolUse,
-    ToolUseError,
-    UndeclaredToolError,
-    VerifierContext,
-)
+from pytest_vgate.verifiers.context import ToolRun, ToolUse, VerifierContext
 from pytest_vgate.verifiers.fanout import join_results, run_verifier_refs, run_verifiers
 from pytest_vgate.verifiers.isolation import Cancel, call_verifier
 from pytest_vgate.verifiers.result import VerifierResult

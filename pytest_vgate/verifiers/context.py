@@ -16,34 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_vgate.verdict import Mode, ToolRecord
-
-
-class ToolUseError(Exception):
-    """Base of the errors ``ctx.run`` raises; each maps onto a verdict mode."""
-
-    mode = Mode.ERROR
-
-
-class UndeclaredToolError(ToolUseError):
-    """``ctx.run`` of a tool the verifier did not declare. The verifier fails with ``error``
-    even if it catches this."""
-
-    mode = Mode.ERROR
-
-
-class ToolUnavailableError(ToolUseError):
-    """The tool was found nowhere (``unavailable`` when the verifier lets it escape)."""
-
-    mode = Mode.UNAVAILABLE
-
-
-class ToolMovedError(ToolUseError):
-    """The tool's bytes changed since the inventory; it was not run. The verifier fails with
-    ``sandbox`` even if it catches this."""
-
-    mode = Mode.SANDBOX
-
+from pytest_vgate.tools import (
+    ToolMovedError,
+    ToolUnavailableError,
+    ToolUseError,
+    UndeclaredToolError,
+)
+from pytest_vgate.verdict import ToolRecord
 
 ERRORS: dict[str, type[ToolUseError]] = {
     "undeclared": UndeclaredToolError,
@@ -226,4 +205,7 @@ class VerifierContext:
         if answer.get("run") is not None:
             return ToolRun.from_dict(answer["run"])
         error = ERRORS.get(str(answer.get("error")), ToolUseError)
-        raise error(str(answer.get("message", "ctx.run failed")))
+        message = str(answer.get("message", "ctx.run failed"))
+        if error is UndeclaredToolError:
+            raise UndeclaredToolError(str(tool), (), message)
+        raise error(message)

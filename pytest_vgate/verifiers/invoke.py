@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 from pytest_vgate import bytecode
 from pytest_vgate.causes import product_frame
+from pytest_vgate.tools import ToolUnavailableError
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
-from pytest_vgate.verifiers.context import ToolUnavailableError, VerifierContext
+from pytest_vgate.verifiers.context import VerifierContext
 from pytest_vgate.verifiers.target import VerifierImportError, VerifierTarget, load_target
 
 DETAIL_LIMIT = 4000  # characters of a detail kept (head and tail)

@@ -23,15 +23,16 @@ from typing import Any
 
 from pytest_vgate.cell import build_env
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group, run_process
-from pytest_vgate.tools import ToolEntry, ToolInventory, resolve_tool, toolchain_bin
-from pytest_vgate.verdict import Mode
-from pytest_vgate.verifiers.context import (
+from pytest_vgate.tools import (
+    ToolEntry,
+    ToolInventory,
     ToolMovedError,
-    ToolRun,
     ToolUnavailableError,
-    ToolUse,
-    expected_codes,
+    resolve_tool,
+    toolchain_bin,
 )
+from pytest_vgate.verdict import Mode
+from pytest_vgate.verifiers.context import ToolRun, ToolUse, expected_codes
 
 TOOL_GRACE = 3.0  # seconds a tool may outlive the call's deadline before its own kill
 
