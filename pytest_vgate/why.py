@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from pytest_vgate.clip import clip
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Mode, Verdict
@@ -34,7 +35,7 @@ def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> lis
             picked.append(row)
     if not picked:
         picked = rows[-3:]
-    return [r if len(r) <= 300 else r[:299] + "…" for r in picked[-limit:]]
+    return [clip(r, 299) for r in picked[-limit:]]
 
 
 def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:

@@ -10,7 +10,8 @@ from pathlib import Path
 from pytest_vgate.citations.files import MAX_BYTES, FileState, RootFiles, SourceFile
 from pytest_vgate.citations.locate import Located, locate
 from pytest_vgate.citations.parse import Citation
-from pytest_vgate.citations.result import CitationResult, clip
+from pytest_vgate.citations.result import MAX_TEXT, CitationResult
+from pytest_vgate.clip import clip
 from pytest_vgate.verdict import CitationStatus
 
 VERIFIED = CitationStatus.VERIFIED
@@ -109,8 +110,8 @@ class CitationChecker:
             status,
             reason=reason,
             corrected_to=_spot(rel, start, end) if corrected and start and end else None,
-            cited_text=None if moved else clip(sf.line(c.start_line)),
-            corrected_text=clip(sf.line(start)) if corrected and start else None,
+            cited_text=None if moved else _clipped(sf.line(c.start_line)),
+            corrected_text=_clipped(sf.line(start)) if corrected and start else None,
             candidates=tuple(f"{rel}:{n}" for n in loc.candidates),
             beyond_end=loc.beyond_end,
             resolved=None if moved else rel,
@@ -181,3 +182,7 @@ class CitationChecker:
             corrected_to=_spot(result.resolved, c.start_line, c.end_line),
             corrected_text=result.cited_text,
         )
+
+
+def _clipped(line: str | None) -> str | None:
+    return clip(line, MAX_TEXT) if line is not None else None

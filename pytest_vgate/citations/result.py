@@ -13,12 +13,6 @@ from pytest_vgate.verdict import CitationStatus
 MAX_TEXT = 300  # characters of a cited line kept in a result
 
 
-def clip(text: str | None) -> str | None:
-    if text is None or len(text) <= MAX_TEXT:
-        return text
-    return text[:MAX_TEXT] + "…"
-
-
 @dataclass(frozen=True)
 class CitationResult:
     """What checking one citation observed. Only ``verified`` passes.

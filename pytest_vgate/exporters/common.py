@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_vgate.clip import clip
 from pytest_vgate.report import gate_state
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
 CITATION_ORDER = (CitationStatus.FABRICATED, CitationStatus.DROPPED, CitationStatus.CORRECTED)
-MESSAGE_LIMIT = 2000  # characters of a finding's message
+MESSAGE_LIMIT = 2000  # characters of a finding's message (the mark included)
+DETAIL_LIMIT = 300  # characters of its one-line detail (the mark included)
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,6 @@ class Finding:
     detail: str = ""  # one line: what went wrong
     rank: tuple[int, int] = (0, 0)
     properties: dict[str, Any] = field(default_factory=dict)
-
-
-def _clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _split_location(text: str) -> tuple[str, int | None]:
@@ -91,11 +89,11 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
         rule=f"gate-{mode}",
         level="error",
         title=title,
-        message=_clip("\n".join(lines)),
+        message=clip("\n".join(lines), MESSAGE_LIMIT - 1),
         where=where,
         targets=targets,
         key=f"{kind}:{name}",
-        detail=_clip(" ".join(lines[0].split()), 300),
+        detail=clip(" ".join(lines[0].split()), DETAIL_LIMIT - 1),
         rank=(0, rank),
         properties={
             "id": name,
@@ -137,11 +135,11 @@ def _citation_finding(entry: Mapping[str, Any]) -> Finding | None:
         rule=f"citation-{status}",
         level="warning" if status == CitationStatus.CORRECTED.value else "error",
         title=f"citation {location}: {status}",
-        message=_clip("\n".join(lines)),
+        message=clip("\n".join(lines), MESSAGE_LIMIT - 1),
         where=where,
         related=tuple(related[:100]),
         key=f"citation:{entry.get('source')}:{entry.get('citation')}",
-        detail=_clip(" ".join(" ".join(lines[1:2]).split()), 300),
+        detail=clip(" ".join(" ".join(lines[1:2]).split()), DETAIL_LIMIT - 1),
         rank=(1, order),
         properties={"status": status, "source": entry.get("source"), "citation": location},
     )
