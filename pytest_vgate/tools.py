@@ -11,7 +11,6 @@ dispatch on the name they were started by. Core module: never imports pytest.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import os
 import stat
@@ -22,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Mode, ToolRecord
 
 TOOLCHAIN_DIRNAME = ".toolchain"
@@ -41,7 +41,7 @@ def toolchain_bin(root: Path) -> Path:
     return Path(root).absolute() / TOOLCHAIN_DIRNAME / "bin"
 
 
-class ToolSource(str, enum.Enum):
+class ToolSource(StrEnum):
     """Where a tool id was found."""
 
     TOOLCHAIN = "toolchain"  # <root>/.toolchain/bin/<id>
@@ -49,19 +49,13 @@ class ToolSource(str, enum.Enum):
     EXPLICIT = "explicit"  # the id is itself a path (contains "/")
     SESSION = "session"  # python/python3: the interpreter running the pytest session
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class ToolStatus(str, enum.Enum):
+class ToolStatus(StrEnum):
     """Outcome of the recheck before an execution."""
 
     OK = "ok"
     UNAVAILABLE = "unavailable"  # never found (or unreadable) when the inventory was taken
     MOVED = "moved"  # bytes changed, file replaced or removed since the inventory
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class FileIdentity(NamedTuple):

@@ -7,13 +7,14 @@ into JSON-able dicts, because that is what survives the trip from an xdist worke
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_vgate.strenum import StrEnum
 
-class Mode(str, enum.Enum):
+
+class Mode(StrEnum):
     """How a check ended. Only ``PASS`` is a pass; everything else fails (or skips)."""
 
     PASS = "pass"
@@ -28,11 +29,8 @@ class Mode(str, enum.Enum):
     BLANK = "blank"  # empty check
     JUDGMENT = "judgment"  # semantic/self_review: needs a rubric, not re-execution
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Cause(str, enum.Enum):
+class Cause(StrEnum):
     """What has to move for a failed check to pass."""
 
     PRODUCT = "product"
@@ -40,11 +38,8 @@ class Cause(str, enum.Enum):
     BROKEN_TEST = "broken_test"
     REQUIREMENT_CHANGED = "requirement_changed"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Rbg(str, enum.Enum):
+class Rbg(StrEnum):
     """Red-before-green status of a gate."""
 
     PROVEN = "proven"
@@ -56,20 +51,14 @@ class Rbg(str, enum.Enum):
     DISCONNECTED = "disconnected"  # red and green, but neither run executed the change
     FLAKY = "flaky"  # repeated runs disagreed
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class CitationStatus(str, enum.Enum):
+class CitationStatus(StrEnum):
     """Outcome of checking one code citation against the real files."""
 
     VERIFIED = "verified"
     CORRECTED = "corrected"
     DROPPED = "dropped"
     FABRICATED = "fabricated"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 DEFAULT_CAUSE: Mapping[Mode, Cause | None] = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import enum
 import os
 import re
 import stat
@@ -37,6 +36,7 @@ from pytest_vgate.citations.anchor import (
 )
 from pytest_vgate.citations.entities import is_dotted, is_identifier
 from pytest_vgate.regular import NotRegularFile, open_regular
+from pytest_vgate.strenum import StrEnum
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})  # never read, whatever is cited
@@ -54,7 +54,7 @@ _DEF_WORDS = (
 )
 
 
-class FileState(str, enum.Enum):
+class FileState(StrEnum):
     OK = "ok"
     BINARY = "binary"
     TOO_LARGE = "too-large"

@@ -12,7 +12,6 @@ translation, so that fixing can keep every other byte.
 
 from __future__ import annotations
 
-import enum
 import os
 import re
 from collections.abc import Mapping
@@ -21,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.citations.entities import HOST_SUFFIXES, extract_entities, words
+from pytest_vgate.strenum import StrEnum
 
 
-class CitationForm(str, enum.Enum):
+class CitationForm(StrEnum):
     """How a citation was written; fixing keeps the form."""
 
     COLON = "colon"  # path:line
@@ -32,9 +32,6 @@ class CitationForm(str, enum.Enum):
     HASH = "hash"  # path#L10
     HASH_RANGE = "hash-range"  # path#L10-L20
     MARKDOWN_LINK = "markdown-link"  # [text](one of the above)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ run that executed files of the current tree (not the base worktree) is contamina
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,11 +15,12 @@ from typing import Any
 
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
 from pytest_vgate.measure import Measured
+from pytest_vgate.strenum import StrEnum
 
 SHOWN_LINES = 5  # changed lines listed per run in a failure report before "and N more"
 
 
-class CoverageStatus(str, enum.Enum):
+class CoverageStatus(StrEnum):
     """junit ``vgate_coverage``: how the gate's runs met the change."""
 
     COVERS = "covers"
@@ -28,9 +28,6 @@ class CoverageStatus(str, enum.Enum):
     MISSES = "misses"
     NO_CHANGE = "no-change"
     UNMEASURED = "unmeasured"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -5,31 +5,26 @@ Pure data; never imports pytest.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pytest_vgate.strenum import StrEnum
 
-class GateType(str, enum.Enum):
+
+class GateType(StrEnum):
     COMMAND = "command"
     CODE = "code"
     PYTHON = "python"
     SEMANTIC = "semantic"
     SELF_REVIEW = "self_review"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class RedPolicy(str, enum.Enum):
+class RedPolicy(StrEnum):
     REQUIRED = "required"
     NOT_REQUIRED = "not-required"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

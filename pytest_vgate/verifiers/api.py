@@ -7,7 +7,6 @@ else in the package calls one. Core module: never imports pytest.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import math
 import warnings
@@ -15,12 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
+from pytest_vgate.strenum import StrEnum
+
 SPEC_ATTRIBUTE = "__vgate_verifier__"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Isolation(str, enum.Enum):
+class Isolation(StrEnum):
     """Where a verifier call runs: always a fresh process of its own.
 
     ``"inline"`` (once: a thread of the pytest process) is a deprecated alias of
@@ -29,9 +30,6 @@ class Isolation(str, enum.Enum):
 
     PROCESS = "process"
     INLINE = "process"  # deprecated alias
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def _missing_(cls, value: object) -> Isolation | None:
