@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from pytest_vgate import bytecode
+from pytest_vgate.errors import VgateError
 from pytest_vgate.process import run_git
 
 PREFIX = "vgate-base-"
@@ -39,7 +40,7 @@ ADD_TIMEOUT = 600.0
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
-class BaselineError(Exception):
+class BaselineError(VgateError):
     """``--vgate-base`` cannot be set up; the message says what to change."""
 
 

@@ -21,6 +21,7 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.process import run_git
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
@@ -30,7 +31,7 @@ _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128
 
 
-class InitError(Exception):
+class InitError(VgateError):
     """``--vgate-init`` cannot do its work; the message says what to change."""
 
 

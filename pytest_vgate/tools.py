@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Mode, ToolRecord
 
@@ -72,11 +73,11 @@ class FileIdentity(NamedTuple):
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-class UnknownToolError(LookupError):
+class UnknownToolError(VgateError, LookupError):
     """A tool id that is not in the inventory: an authoring defect, not a missing tool."""
 
 
-class ToolUseError(Exception):
+class ToolUseError(VgateError):
     """A tool that may not, or could not, be run; ``mode`` is the verdict it leads to."""
 
     mode = Mode.ERROR

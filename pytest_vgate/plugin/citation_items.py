@@ -24,6 +24,7 @@ from pytest_vgate.citations.documents import read_document
 from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
 from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.defaults import MARKER
+from pytest_vgate.errors import VgateError
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
 from pytest_vgate.regular import NotRegularFile
@@ -214,7 +215,7 @@ def collect_document_citations(
         yield item
 
 
-class DocumentError(Exception):
+class DocumentError(VgateError):
     """A cited document that cannot or must not be read; the text says which and why."""
 
 

@@ -20,13 +20,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4  # 4: as pytest's usage error
 
 
-class MergeError(Exception):
+class MergeError(VgateError):
     """A report that cannot be merged; the message names the file and what is wrong."""
 
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.process import shepherd as _proto
 
 LEVELS = ("namespace", "contained", "group")
@@ -42,7 +43,7 @@ DESCRIPTIONS = {
 }
 
 
-class ShepherdError(Exception):
+class ShepherdError(VgateError):
     """The shepherd could not be started or stopped answering."""
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.strenum import StrEnum
 
 
@@ -147,7 +148,7 @@ class GatesFile:
         )
 
 
-class GatesFileError(Exception):
+class GatesFileError(VgateError):
     """A problem in a gates file that the user can fix; names FILE:LINE and the key."""
 
     def __init__(self, path: Path | str, line: int | None, key: str | None, message: str):

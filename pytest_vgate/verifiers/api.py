@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.strenum import StrEnum
 
 SPEC_ATTRIBUTE = "__vgate_verifier__"
@@ -36,7 +37,7 @@ class Isolation(StrEnum):
         return cls.PROCESS if value == "inline" else None
 
 
-class VerifierDefinitionError(ValueError):
+class VerifierDefinitionError(VgateError, ValueError):
     """A ``@verifier(...)`` declaration that cannot work; the message says what to write."""
 
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from pytest_vgate.errors import VgateError
 from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError, find_verifier_spec
 
 
-class VerifierImportError(Exception):
+class VerifierImportError(VgateError):
     """The target could not be found where the call runs; the message names it and why."""
 
 
