@@ -103,7 +103,7 @@ def _new_group() -> dict[str, Any]:
     A new session also detaches the check from our controlling terminal, so it cannot
     prompt on it or be stopped reading it. Without a terminal a new process group is
     all a session would give, and it is cheaper: on Linux ``setsid`` also puts the
-    child in a new scheduler autogroup, which cost ~0.8 ms per spawn (mean) here.
+    child in a new scheduler autogroup, a cost on every spawn (docs/performance.md).
     """
     if _HAS_PROCESS_GROUP and not caller_has_terminal():
         return {"process_group": 0}

@@ -4,7 +4,7 @@ Why not ``yaml.safe_load``: it forgets positions (a gates-file error must name F
 silently keeps the last of two duplicate keys, and expands merge keys and aliases in a way
 that lets a small hostile file grow without bound. Here the composed node tree is walked
 once, each node converted at most once, so aliases cost nothing and cycles are refused.
-The tree is composed by libyaml (``CSafeLoader``, ~4x faster) when it is available and
+The tree is composed by libyaml (``CSafeLoader``; docs/performance.md) when it is available and
 bounds nesting; otherwise by PyYAML's pure-Python loader. Both give the same data, lines
 and error lines; the pure reader's character check runs first, so that error is the same.
 An escape in a double-quoted string that names no character (a lone surrogate such as
