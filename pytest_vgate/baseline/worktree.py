@@ -1,14 +1,8 @@
-"""The base revision of ``--vgate-base``: a detached git worktree with the overlay applied.
+"""The base worktree of ``--vgate-base``: a detached checkout with the overlay applied.
 
-The controller creates one per distinct overlay per session and removes it at the end.
-Nothing may stay registered in the user's repository: ``remove`` is idempotent, an
-``atexit`` hook covers Ctrl-C, and ``cleanup_stale_worktrees`` (run by every ``create``)
-removes worktrees of sessions that died (their holder's lock is no longer held).
-
-Only what the plugin made is ever removed: a holder is ours when it is a real folder
-directly in the temp dir that we own and that carries our marker file naming exactly
-that worktree of exactly this repository. Folder names prove nothing; the main worktree
-and worktrees a user made are never touched, whatever they are called.
+The controller creates one per distinct overlay per session (``BaseTrees``) and removes
+it at the end: ``remove`` is idempotent, an ``atexit`` hook covers Ctrl-C, and every
+``create`` first removes the worktrees of sessions that died (``holder``).
 """
 
 from __future__ import annotations
@@ -19,7 +13,6 @@ import fcntl
 import json
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,41 +20,18 @@ from types import TracebackType
 from typing import Any
 
 from pytest_vgate import bytecode
-from pytest_vgate.errors import VgateError
-from pytest_vgate.process import run_git
+from pytest_vgate.baseline.git import BaselineError, common_dir, git, toplevel
+from pytest_vgate.baseline.holder import (
+    LOCK_NAME,
+    MARKER,
+    OWNER_NAME,
+    PREFIX,
+    cleanup_stale_worktrees,
+)
 
-PREFIX = "vgate-base-"
-LOCK_NAME = "owner.lock"
-OWNER_NAME = "owner.json"  # the marker: written by ``create`` before the worktree exists
-MARKER = "pytest-vgate base worktree holder v1"
-_MARKER_MAX = 64 << 10  # a marker is a few hundred bytes; a bigger file is not ours
-GIT = ("-c", "core.hooksPath=/dev/null")  # no post-checkout hook runs in a session
 ADD_TIMEOUT = 600.0
+
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-
-
-class BaselineError(VgateError):
-    """``--vgate-base`` cannot be set up; the message says what to change."""
-
-
-def _git(args: Sequence[str], cwd: Path, timeout: float = 60.0) -> tuple[bool, str, str]:
-    result = run_git([*GIT, *args], cwd=cwd, timeout=timeout)
-    problem = result.spawn_error or ("timed out" if result.timed_out else "")
-    return result.exit_code == 0, result.stdout, problem or result.stderr.strip()
-
-
-def toplevel(path: Path) -> Path:
-    """The work tree holding ``path``; BaselineError when it is not inside one."""
-    path = Path(path)
-    ok, out, err = (
-        _git(["rev-parse", "--show-toplevel"], path) if path.is_dir() else (False, "", "")
-    )
-    if not ok or not out.strip():
-        raise BaselineError(
-            f"{path} is not inside a git repository, so --vgate-base has no base to check out "
-            f"({err or 'no such directory'}); run from a git work tree or drop --vgate-base"
-        )
-    return Path(out.strip())
 
 
 def overlay_key(overlay: Iterable[str]) -> str:
@@ -118,23 +88,6 @@ def _copy_onto(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def _lock_is_free(lock_path: Path) -> bool:
-    """True when no live session holds this holder's lock (its owner died or never was)."""
-    try:
-        fd = os.open(lock_path, os.O_RDWR)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
 class BaseWorktree:
     """A checked-out base revision. Only the creating process owns (and removes) it."""
 
@@ -174,7 +127,7 @@ class BaseWorktree:
         cleanup_stale_worktrees(top)
         if not ref or ref.startswith("-"):
             raise BaselineError(f"--vgate-base {ref!r} is not a git revision")
-        ok, out, err = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
+        ok, out, err = git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
         if not ok or not out.strip():
             raise BaselineError(
                 f"--vgate-base {ref!r} is not a commit in {top} ({err or 'unknown revision'}); "
@@ -195,7 +148,7 @@ class BaseWorktree:
                 "marker": MARKER,
                 "pid": os.getpid(),
                 "repo": str(top),
-                "git_dir": _common_dir(top),
+                "git_dir": common_dir(top),
                 "worktree": os.path.realpath(tree.path),
                 "ref": ref,
                 "sha": sha,
@@ -205,7 +158,7 @@ class BaseWorktree:
             tree.remove()
             raise BaselineError(f"cannot prepare a temp dir for the base worktree: {exc}") from exc
         atexit.register(tree.remove)
-        ok, _, err = _git(
+        ok, _, err = git(
             ["worktree", "add", "--detach", str(tree.path), sha], top, timeout=ADD_TIMEOUT
         )
         if not ok:
@@ -236,12 +189,12 @@ class BaseWorktree:
         with contextlib.suppress(Exception):  # unregister must not fail a removal
             atexit.unregister(self.remove)
         if self.path.exists():
-            ok, _, err = _git(
+            ok, _, err = git(
                 ["worktree", "remove", "--force", "--force", str(self.path)], self.repo
             )
             if not ok:
                 warnings.append(f"vgate base worktree {self.path}: git worktree remove: {err}")
-        ok, _, err = _git(["worktree", "prune"], self.repo)
+        ok, _, err = git(["worktree", "prune"], self.repo)
         if not ok:
             warnings.append(f"vgate base worktree {self.path}: git worktree prune: {err}")
         # The holder is the folder ``create`` made with mkdtemp in this very process
@@ -327,100 +280,3 @@ class BaseTrees:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BaseTrees:
         return cls({k: BaseWorktree.from_dict(v) for k, v in data["trees"].items()})
-
-
-def _common_dir(top: Path) -> str:
-    """The real path of the repository's common git dir: one name for all its worktrees."""
-    ok, out, _ = _git(["rev-parse", "--git-common-dir"], top)
-    if not ok or not out.strip():
-        return ""
-    return os.path.realpath(os.path.join(top, out.strip()))
-
-
-def _holder_is_ours(holder: Path, worktree: Path, git_dir: str) -> bool:
-    """Whether ``holder`` is a temp folder this plugin made for ``worktree`` of the
-    repository whose common git dir is ``git_dir``.
-
-    All of: a real folder (not a symlink) directly inside the temp dir, named ``PREFIX*``,
-    owned by us, holding a small regular marker file that names this worktree and this
-    repository. Anything else -- a user's folder that happens to share the name included --
-    is not ours and is never deleted.
-    """
-    if not git_dir or not holder.name.startswith(PREFIX) or worktree.parent != holder:
-        return False
-    try:
-        if os.path.realpath(holder.parent) != os.path.realpath(tempfile.gettempdir()):
-            return False
-        st = os.lstat(holder)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            return False
-        fd = os.open(holder / OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > _MARKER_MAX:
-                return False
-            owner = json.loads(os.read(fd, _MARKER_MAX + 1))
-        finally:
-            os.close(fd)
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(owner, dict)
-        and owner.get("marker") == MARKER
-        and owner.get("worktree") == os.path.realpath(worktree)
-        and owner.get("git_dir") == git_dir
-    )
-
-
-def _worktree_paths(top: Path) -> list[Path] | None:
-    """The repository's worktrees as git lists them, the main one first (None on failure)."""
-    ok, out, _ = _git(["worktree", "list", "--porcelain"], top)
-    if not ok:
-        return None
-    return [
-        Path(line[len("worktree ") :]) for line in out.splitlines() if line.startswith("worktree ")
-    ]
-
-
-def cleanup_stale_worktrees(repo: Path) -> list[Path]:
-    """Remove our worktrees whose session died; returns the paths removed. Never raises.
-
-    Ours: ``_holder_is_ours`` (our marker in a temp holder we own), never the main
-    worktree nor the tree we were called from. Dead: nobody holds the holder's lock (the
-    kernel drops a flock when its process dies, however it died). ``git worktree prune``
-    then forgets registrations whose folder is gone (it deletes nothing on disk).
-    """
-    removed: list[Path] = []
-    try:
-        top = toplevel(repo)
-    except BaselineError:
-        return removed
-    listed = _worktree_paths(top)
-    git_dir = _common_dir(top)
-    if listed and git_dir:
-        top_real = os.path.realpath(top)
-        main_real = os.path.realpath(listed[0])  # the main worktree: never a candidate
-        for path in listed[1:]:
-            real = os.path.realpath(path)
-            if _contains(real, top_real) or _contains(real, main_real):
-                continue
-            holder = path.parent
-            if not _holder_is_ours(holder, path, git_dir):
-                continue
-            if not _lock_is_free(holder / LOCK_NAME):
-                continue
-            if path.exists():
-                _git(["worktree", "remove", "--force", "--force", str(path)], top)
-            shutil.rmtree(holder, ignore_errors=True)
-            bytecode.forget(holder)
-            removed.append(path)
-    _git(["worktree", "prune"], top)
-    return removed
-
-
-def _contains(outer: str, inner: str) -> bool:
-    """Whether ``inner`` is ``outer`` or lies below it (both real paths)."""
-    try:
-        return os.path.commonpath([outer, inner]) == outer
-    except ValueError:
-        return False

@@ -1,0 +1,122 @@
+"""Which base-worktree holders are ours, and removing those whose session died.
+
+A holder is ours when it is a real folder directly in the temp dir that we own and that
+carries our marker file naming exactly that worktree of exactly this repository. Folder
+names prove nothing; the main worktree and worktrees a user made are never touched,
+whatever they are called. A holder's session is dead when nobody holds its lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from pytest_vgate import bytecode
+from pytest_vgate.baseline.git import BaselineError, common_dir, git, toplevel, worktree_paths
+
+PREFIX = "vgate-base-"
+LOCK_NAME = "owner.lock"
+OWNER_NAME = "owner.json"  # the marker: written by ``create`` before the worktree exists
+MARKER = "pytest-vgate base worktree holder v1"
+_MARKER_MAX = 64 << 10  # a marker is a few hundred bytes; a bigger file is not ours
+
+
+def lock_is_free(lock_path: Path) -> bool:
+    """True when no live session holds this holder's lock (its owner died or never was)."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def holder_is_ours(holder: Path, worktree: Path, git_dir: str) -> bool:
+    """Whether ``holder`` is a temp folder this plugin made for ``worktree`` of the
+    repository whose common git dir is ``git_dir``.
+
+    All of: a real folder (not a symlink) directly inside the temp dir, named ``PREFIX*``,
+    owned by us, holding a small regular marker file that names this worktree and this
+    repository. Anything else -- a user's folder that happens to share the name included --
+    is not ours and is never deleted.
+    """
+    if not git_dir or not holder.name.startswith(PREFIX) or worktree.parent != holder:
+        return False
+    try:
+        if os.path.realpath(holder.parent) != os.path.realpath(tempfile.gettempdir()):
+            return False
+        st = os.lstat(holder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            return False
+        fd = os.open(holder / OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _MARKER_MAX:
+                return False
+            owner = json.loads(os.read(fd, _MARKER_MAX + 1))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(owner, dict)
+        and owner.get("marker") == MARKER
+        and owner.get("worktree") == os.path.realpath(worktree)
+        and owner.get("git_dir") == git_dir
+    )
+
+
+def cleanup_stale_worktrees(repo: Path) -> list[Path]:
+    """Remove our worktrees whose session died; returns the paths removed. Never raises.
+
+    Ours: ``holder_is_ours`` (our marker in a temp holder we own), never the main
+    worktree nor the tree we were called from. Dead: nobody holds the holder's lock (the
+    kernel drops a flock when its process dies, however it died). ``git worktree prune``
+    then forgets registrations whose folder is gone (it deletes nothing on disk).
+    """
+    removed: list[Path] = []
+    try:
+        top = toplevel(repo)
+    except BaselineError:
+        return removed
+    listed = worktree_paths(top)
+    git_dir = common_dir(top)
+    if listed and git_dir:
+        top_real = os.path.realpath(top)
+        main_real = os.path.realpath(listed[0])  # the main worktree: never a candidate
+        for path in listed[1:]:
+            real = os.path.realpath(path)
+            if _contains(real, top_real) or _contains(real, main_real):
+                continue
+            holder = path.parent
+            if not holder_is_ours(holder, path, git_dir):
+                continue
+            if not lock_is_free(holder / LOCK_NAME):
+                continue
+            if path.exists():
+                git(["worktree", "remove", "--force", "--force", str(path)], top)
+            shutil.rmtree(holder, ignore_errors=True)
+            bytecode.forget(holder)
+            removed.append(path)
+    git(["worktree", "prune"], top)
+    return removed
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """Whether ``inner`` is ``outer`` or lies below it (both real paths)."""
+    try:
+        return os.path.commonpath([outer, inner]) == outer
+    except ValueError:
+        return False
