@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_vgate.citations.files import FileState
 from pytest_vgate.citations.parse import CitationForm
+from pytest_vgate.citations.source import FileState
 from pytest_vgate.evidence.reach import CoverageStatus
 from pytest_vgate.spec import GateType, RedPolicy
 from pytest_vgate.strenum import StrEnum

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pytest_vgate.citations.check import CitationChecker
 from pytest_vgate.citations.entities import extract_entities
-from pytest_vgate.citations.files import MAX_BYTES, split_lines
+from pytest_vgate.citations.files import MAX_BYTES
 from pytest_vgate.citations.fix import fix_documents
 from pytest_vgate.citations.parse import Citation, CitationForm, parse_citations
 from pytest_vgate.citations.result import CitationResult, summary_block
+from pytest_vgate.citations.source import split_lines
 
 __all__ = [
     "MAX_BYTES",

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_vgate.citations.files import MAX_BYTES, FileState, RootFiles, SourceFile
+from pytest_vgate.citations.files import MAX_BYTES, RootFiles
 from pytest_vgate.citations.locate import Located, locate
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
+from pytest_vgate.citations.source import FileState, SourceFile
 from pytest_vgate.clip import clip
 from pytest_vgate.verdict import CitationStatus
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_vgate.citations.anchor import PLAIN_MAX_LINES, prose_words, slack, strong
-from pytest_vgate.citations.files import EntityHits, SourceFile
+from pytest_vgate.citations.source import EntityHits, SourceFile
 from pytest_vgate.verdict import CitationStatus
 
 WINDOW = 20
