@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytest_vgate
-from pytest_vgate.outcome import evaluate_gate
+from pytest_vgate.gate_result import evaluate_gate
 from pytest_vgate.process import pid_alive
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate, GateType, RedPolicy

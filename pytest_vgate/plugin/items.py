@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import MARKER
-from pytest_vgate.outcome import decide, evaluate_gate
+from pytest_vgate.gate_result import decide, evaluate_gate
 from pytest_vgate.plugin.citation_items import collect_document_citations
 from pytest_vgate.plugin.extending import adjust, judge_for
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
