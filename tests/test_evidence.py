@@ -296,6 +296,8 @@ def test_record_round_trips_through_json(trees: dict[str, TreeState]) -> None:
     record = rec(big, trees["buggy"], where="base")
     assert record.stdout.endswith("END")
     assert len(record.stdout) < OUTPUT_TAIL + 64
+    cut = 10_003 - OUTPUT_TAIL
+    assert record.stdout == f"[... {cut} characters cut ...]\n" + ("o" * 10_000 + "END")[cut:]
     assert record.genuine_red
     assert record.red_reason
     assert record.base_ref == "HEAD~1"

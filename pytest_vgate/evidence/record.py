@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from pytest_vgate.clip import clip
 from pytest_vgate.evidence.identity import TreeState, claim_hash, fingerprint
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
@@ -100,9 +101,7 @@ def is_genuine_red(verdict: Verdict, gate: Gate) -> tuple[bool, str]:
 
 
 def _tail(text: str, limit: int = OUTPUT_TAIL) -> str:
-    if len(text) <= limit:
-        return text
-    return f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
+    return clip(text, limit, keep="tail", mark="[... {cut} characters cut ...]\n")
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
+from pytest_vgate.clip import clip
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, Capture, drain, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory, toolchain_bin
@@ -76,7 +77,7 @@ class Cancel:
 
 
 def _tail(text: str) -> str:
-    return f"[...]{text[-OUTPUT_TAIL:]}" if len(text) > OUTPUT_TAIL else text
+    return clip(text, OUTPUT_TAIL, keep="tail", mark="[...]")
 
 
 def _decode(
