@@ -33,7 +33,9 @@ BOUNDARIES = {
 
 # Every other catch-all, and why it must catch everything where it is.
 JUSTIFIED = {
-    "pytest_vgate.baseline:BaseWorktree.remove": "atexit.unregister compares others' callables",
+    "pytest_vgate.baseline.worktree:BaseWorktree.remove": (
+        "atexit.unregister compares others' callables"
+    ),
     "pytest_vgate.citations.check:CitationChecker.check": "library API: never raises",
     "pytest_vgate.evidence.change:executable_lines": "parsing any text; None fails closed",
     "pytest_vgate.judging:call_with_deadline.target": "plugin code on a thread, carried back",
