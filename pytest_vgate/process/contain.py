@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import marshal
 import os
 import signal
 import socket
@@ -33,6 +34,7 @@ LEVELS = ("namespace", "contained", "group")
 SCRIPT = str(Path(__file__).with_name("shepherd.py"))
 START_TIMEOUT = 20.0  # seconds for a shepherd to say it is ready (a loaded machine)
 ANSWER_TIMEOUT = 10.0  # seconds for "started" after a run request
+_READ_SIZE = 4096  # the shepherd's answers are a few dozen bytes
 
 DESCRIPTIONS = {
     "namespace": "private PID namespace (checks see only their own processes; "
@@ -75,6 +77,8 @@ class Shepherd:
         self.owner = os.getpid()
         self.inner: int | None = None  # the namespace's init, as we see it
         self.broken = False
+        self.sent_env: dict[str, str] | None = None  # the shepherd keeps the last one
+        self.buffer = bytearray()  # what was read of the shepherd's next messages
         try:
             msg = self._answer(START_TIMEOUT)
         except BaseException:
@@ -92,27 +96,75 @@ class Shepherd:
     # -- messages ------------------------------------------------------------------------
 
     def _answer(self, timeout: float | None) -> dict[str, Any] | None:
-        self.sock.settimeout(timeout)
+        """The shepherd's next message; None when it closed the socket.
+
+        Its answers are small and carry no fds: what has arrived is read at once (no
+        timeout to set, no poll), and only a message not all there yet is waited for, up
+        to ``timeout`` per read.
+        """
         try:
-            msg, fds = _proto.receive(self.sock)
+            msg = self._buffered()
+            while msg is None:
+                try:
+                    chunk = self.sock.recv(_READ_SIZE, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    self.sock.settimeout(timeout)
+                    try:
+                        chunk = self.sock.recv(_READ_SIZE)
+                    finally:
+                        self.sock.settimeout(None)
+                if not chunk:
+                    self.broken = True
+                    return None
+                self.buffer += chunk
+                msg = self._buffered()
         except (OSError, ValueError) as exc:  # timeout, reset, garbage: unusable
             self.broken = True
             raise ShepherdError(f"the shepherd stopped answering: {exc}") from exc
-        finally:
-            self.sock.settimeout(None)
-        for fd in fds:
-            os.close(fd)
-        if msg is None:
-            self.broken = True
+        return msg
+
+    def has_answer(self) -> bool:
+        """Whether a whole message was already read into the buffer (the selector will
+        not report it again)."""
+        buffer = self.buffer
+        return len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big")
+
+    def _buffered(self) -> dict[str, Any] | None:
+        """Take one whole message off the buffer (None: not all of one there yet)."""
+        buffer = self.buffer
+        if len(buffer) < 4:
+            return None
+        size = int.from_bytes(buffer[:4], "big")
+        if size > _proto.MAX_MESSAGE:
+            raise ValueError(f"the shepherd sent a message of {size} bytes")
+        if len(buffer) < 4 + size:
+            return None
+        body = bytes(buffer[4 : 4 + size])
+        del buffer[: 4 + size]
+        try:
+            msg = marshal.loads(body)
+        except (EOFError, TypeError) as exc:
+            raise ValueError(f"garbage from the shepherd: {exc}") from exc
+        if not isinstance(msg, dict):
+            raise ValueError(f"garbage from the shepherd: {msg!r:.80}")
         return msg
 
     def request(self, argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> None:
-        """Ask for a check to be started; ``started`` reads the answer."""
+        """Ask for a check to be started; ``started`` reads the answer.
+
+        The environment goes only when it differs from the one sent before (the shepherd
+        keeps it): checks of a session mostly share one, and it is most of a request.
+        ``env`` must not be changed by the caller afterwards.
+        """
+        req: dict[str, Any] = {"op": "run", "argv": argv, "cwd": cwd}
+        if env != self.sent_env:
+            req["env"] = env
         try:
-            _proto.send(self.sock, {"op": "run", "argv": argv, "cwd": cwd, "env": env}, [out, err])
+            _proto.send(self.sock, req, [out, err])
         except OSError as exc:
             self.broken = True
             raise ShepherdError(f"the shepherd is gone: {exc}") from exc
+        self.sent_env = env
 
     def started(self) -> int:
         """The started check's pid as we see it; raises what Popen would (OSError, ...)."""
@@ -133,7 +185,8 @@ class Shepherd:
         if self.level != "namespace":
             return pid
         if self.inner is not None:
-            for kid in _children(self.inner):
+            # The init is single-threaded: its one task lists its children.
+            for kid in _task_children(self.inner, self.inner):
                 if _ns_pid(kid) == pid:
                     return kid
         return -1  # unknown: never used as a target
@@ -193,22 +246,34 @@ def _children(pid: int) -> list[int]:
     found: list[int] = []
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found.extend(int(p) for p in f.read().split())
+            found.extend(_task_children(pid, int(tid)))
     except OSError:
         pass
     return found
 
 
+def _task_children(pid: int, tid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _ns_pid(pid: int) -> int | None:
     try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except OSError:
         return None
-    return None
+    start = status.find(b"\nNSpid:")
+    if start < 0:
+        return None
+    line = status[start + 7 : status.find(b"\n", start + 7)]
+    try:
+        return int(line.split()[-1])
+    except (IndexError, ValueError):
+        return None
 
 
 def under_a_shepherd() -> bool:
@@ -323,6 +388,8 @@ def wait_answer(shepherd: Shepherd, timeout: float) -> bool:
     """Wait until the shepherd has something to say (its exit report)."""
     import select
 
+    if shepherd.has_answer():
+        return True
     end = time.monotonic() + timeout
     while True:
         left = end - time.monotonic()

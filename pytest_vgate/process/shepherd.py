@@ -15,6 +15,7 @@ Protocol (each message: a 4-byte big-endian length, then a ``marshal``-ed dict; 
 on the first byte):
   shepherd -> caller  {"ready": LEVEL, "detail": TEXT}           LEVEL: namespace | contained
   caller -> shepherd  {"op": "run", "argv", "cwd", "env"} + fds [stdout, stderr]
+                      ("env" left out: the environment of the previous run, unchanged)
   shepherd -> caller  {"started": PID} | {"oserror": [ERRNO, STRERROR, FILENAME]}
                       | {"valueerror": TEXT}
   caller -> shepherd  {"op": "signal", "sig": N}   (SIGKILL: kill every process of the check)
@@ -89,6 +90,19 @@ class Shepherd:
     def __init__(self, sock: socket.socket, level: str) -> None:
         self.sock = sock
         self.level = level  # "namespace": PID 1 of our own namespace; "contained": subreaper
+        # The environment of the last request that carried one (a caller sends it again
+        # only when it changed) and what checking it found: None, or the error to raise.
+        self.env: dict[str, str] | None = None
+        self.env_error: Exception | None = None
+
+    def has_children(self) -> bool:
+        """Whether any process is left below us (a zombie counts). Every process a check
+        starts stays a descendant (orphans come to us), so none means nothing to kill."""
+        try:
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return False
+        return True
 
     def kill_all(self) -> None:
         """SIGKILL every process below us (in a namespace: every other process in it)."""
@@ -124,7 +138,7 @@ class Shepherd:
                 send(self.sock, {"valueerror": "the caller sent no output pipes"})
                 return True
             try:
-                pid = spawn(req["argv"], req["cwd"], req["env"], fds[0], fds[1])
+                pid = spawn(req["argv"], req["cwd"], self.environment(req), fds[0], fds[1])
             except OSError as exc:
                 send(self.sock, {"oserror": [exc.errno, exc.strerror, _name(exc.filename)]})
                 return True
@@ -136,12 +150,27 @@ class Shepherd:
                 os.close(fd)
         send(self.sock, {"started": pid})
         code, caller_left = self.watch(pid)
-        self.kill_all()
+        if self.has_children():  # usually none: the check left nothing behind
+            self.kill_all()
         clean = self.reap_all()
         if caller_left:
             return False
         send(self.sock, {"exit": code, "abandoned": not clean})
         return True
+
+    def environment(self, req: dict[str, Any]) -> dict[str, str]:
+        """The request's environment (or the previous one), checked once per environment."""
+        if "env" in req:
+            self.env, self.env_error = req["env"], None
+            try:
+                check_env(self.env)
+            except (ValueError, TypeError) as exc:
+                self.env_error = exc
+        if self.env is None:
+            raise ValueError("the caller sent no environment")
+        if self.env_error is not None:
+            raise self.env_error
+        return self.env
 
     def watch(self, pid: int) -> tuple[int | None, bool]:
         """Wait for the main process's exit, obeying signal requests.
@@ -192,20 +221,31 @@ class Shepherd:
                 return
 
 
+def check_env(env: dict[str, str]) -> None:
+    """Raise what ``subprocess.Popen`` would for an environment it cannot pass on."""
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise TypeError("the environment must map text to text")
+    if any("\0" in text for text in (*env, *env.values())):
+        raise ValueError("embedded null byte")
+    if any("=" in name or not name for name in env):
+        raise ValueError("illegal environment variable name")
+
+
 def spawn(argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> int:
     """Start a check as the plugin's direct path would: new session, stdin /dev/null, only
     stdout/stderr open, default signal handlers, ``argv[0]`` looked up on ``env``'s PATH.
-    Raises what ``subprocess.Popen`` would (OSError with the cwd or the program).
+    Raises what ``subprocess.Popen`` would (OSError with the cwd or the program). ``env``
+    was checked with ``check_env`` when it arrived.
 
     ``os.posix_spawn`` (vfork and exec in C) keeps both our start-up and each spawn cheap;
     it has no ``cwd``, so we change into it around the call (we are single-threaded).
     """
     if not argv or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a non-empty list of strings")
-    if any("\0" in text for text in (*argv, cwd, *env, *env.values())):
+    if any("\0" in text for text in (*argv, cwd)):
         raise ValueError("embedded null byte")
-    if any("=" in name or not name for name in env):
-        raise ValueError("illegal environment variable name")
     program = argv[0]
     candidates = (
         [program]

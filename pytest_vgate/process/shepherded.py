@@ -37,7 +37,7 @@ def run_shepherded(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     captures = {out_r: Capture(capture_limit), err_r: Capture(capture_limit)}
-    sel = selectors.DefaultSelector()
+    sel = _selector()
     failure: ProcessResult | None = None
     finished = False
     pid = -1
@@ -94,6 +94,14 @@ def run_shepherded(
     )
 
 
+def _selector() -> selectors.BaseSelector:
+    """``poll`` where there is one: for three fds per check it needs no set-up calls (an
+    ``epoll`` selector is a file descriptor of its own, made and closed per check)."""
+    if hasattr(selectors, "PollSelector"):
+        return selectors.PollSelector()
+    return selectors.DefaultSelector()  # pragma: no cover - no poll(2) on this platform
+
+
 def _watch_shepherd(
     shepherd: Shepherd,
     sel: selectors.BaseSelector,
@@ -130,7 +138,11 @@ def _watch_shepherd(
                 pid = shepherd.started() or -1
                 if on_start is not None and pid > 0:
                     on_start(pid)
-            elif fd == sock:
+                if not shepherd.has_answer():
+                    continue
+                # The exit came with "started" and sits in our buffer, not in the socket:
+                # the selector would not tell us again.
+            if fd == sock:
                 sel.unregister(sock)
                 code, abandoned = shepherd.read_exit()
                 if abandoned:  # it could not reap everything: do not reuse it
