@@ -74,16 +74,26 @@ def mirror_of(prefix: Path, tree: Path | str) -> list[Path]:
     return [Path(p) for p in seen]
 
 
+@functools.lru_cache(maxsize=256)
+def _mirror_pairs(prefix: str, tree: str) -> tuple[tuple[str, str], ...]:
+    """(mirror folder, the source folder it mirrors) for each form of ``tree``, worked out
+    once per process: the same tree is checked before every check that runs on it."""
+    return tuple(
+        (os.fspath(mirror), os.sep + os.path.relpath(mirror, prefix))
+        for mirror in mirror_of(Path(prefix), tree)
+    )
+
+
 def invalidate(prefix: Path, tree: Path | str) -> int:
     """Delete ``tree``'s cache entries that may predate their source; returns how many.
 
     Never raises: a cache that cannot be checked is a cache Python may still use, so an
     entry that cannot be judged is deleted, and one that cannot be deleted is left (the
-    next check tries again).
+    next check tries again). Where the tree's symlinks lead is worked out once per
+    process (the gates root is resolved when the gates file is read).
     """
     removed = 0
-    for mirror in mirror_of(prefix, tree):
-        source_base = os.sep + os.path.relpath(mirror, prefix)
+    for mirror, source_base in _mirror_pairs(os.fspath(prefix), os.fspath(tree)):
         for folder, dirs, names in os.walk(mirror):
             dirs[:] = [d for d in dirs if d not in INSTALLED]
             sources = os.path.join(source_base, os.path.relpath(folder, mirror))

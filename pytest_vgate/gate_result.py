@@ -121,8 +121,10 @@ def evaluate_gate(
             change = evidence.change_for(base_tree)
             if not change.empty and not change.error and not kind.unmeasured:
                 measure = measure_change(change)
-    green_ctx = replace(ctx, measure=measure)
-    red_ctx = replace(base_ctx, measure=measure) if base_ctx is not None else None
+    green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)
+    red_ctx = base_ctx
+    if base_ctx is not None and base_ctx.measure is not measure:
+        red_ctx = replace(base_ctx, measure=measure)
     greens: list[Verdict] = []
     reds: list[Verdict] = []
     if evidence is None:

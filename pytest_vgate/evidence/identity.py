@@ -6,6 +6,7 @@ when it ran on a different tree. These digests make both questions exact and che
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -49,6 +50,24 @@ def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = (), content: str = "")
     claim is told apart from a changed check), not the timeout, the red policy or the
     staleness keys, and no absolute path: a base worktree and the current tree must agree.
     """
+    key = (id(gate), tuple(tools), content)
+    cached = _FINGERPRINTS.get(key)
+    if cached is not None and cached[0] is gate:
+        return cached[1]
+    digest = _fingerprint(gate, key[1], content)
+    if len(_FINGERPRINTS) >= _FINGERPRINTS_KEPT:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[key] = (gate, digest)
+    return digest
+
+
+# Every run of a gate in a session has the same fingerprint: worked out once per gate
+# object (kept alive by the entry, so its id is not reused), tools and content.
+_FINGERPRINTS: dict[tuple[int, tuple[ToolRecord, ...], str], tuple[Gate, str]] = {}
+_FINGERPRINTS_KEPT = 8192
+
+
+def _fingerprint(gate: Gate, tools: tuple[ToolRecord, ...], content: str) -> str:
     by_id = {t.id: t.sha256 for t in tools}
     declared = sorted(set(gate.tools) | set(by_id))
     identity = {
@@ -69,6 +88,7 @@ def fingerprint(gate: Gate, tools: Sequence[ToolRecord] = (), content: str = "")
     return hashlib.sha256(_canonical(identity)).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def claim_hash(claim: str) -> str:
     """sha256 of the claim text with surrounding whitespace and line endings normalised."""
     text = "\n".join(line.rstrip() for line in claim.strip().splitlines())
@@ -243,12 +263,17 @@ def named_files(gate: Gate, root: Path) -> list[str]:
     A token counts when, resolved against the gate's cwd (``path::node`` as ``path``), it
     names an existing path inside the root other than the root itself.
     """
+    tokens = [
+        token
+        for token in gate.argv[1:]
+        if token and not token.startswith("-") and "\n" not in token and len(token) <= 4096
+    ]
+    if not tokens:  # e.g. `true`, `make`: nothing to resolve
+        return []
     root_real = Path(os.path.realpath(root))
     cwd = root / gate.cwd
     found: dict[str, None] = {}
-    for token in gate.argv[1:]:
-        if not token or token.startswith("-") or "\n" in token or len(token) > 4096:
-            continue
+    for token in tokens:
         path = token.split("::", 1)[0]
         try:
             real = Path(os.path.realpath(cwd / path))
