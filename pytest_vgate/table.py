@@ -17,6 +17,8 @@ def wrap(text: str, width: int, indent: str = "", subsequent: str | None = None)
     text = " ".join(text.split())
     if not text:
         return [indent.rstrip()] if indent.strip() else [""]
+    if len(indent) + len(text) <= width:  # fits: what textwrap returns, without its work
+        return [indent + text]
     return textwrap.wrap(
         text,
         width=max(width, len(indent) + 1, len(subsequent or indent) + 1),
