@@ -18,7 +18,7 @@ from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.evidence import TreeState
 from pytest_vgate.plugin import collection as _collection
-from pytest_vgate.plugin import guard, remote
+from pytest_vgate.plugin import gcfreeze, guard, remote
 from pytest_vgate.plugin import items as _items
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.controller import Controller
@@ -63,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 )
         _collection.restrict_args(config, settings)
         loaded = _load_quietly(res)
+        gcfreeze.start(config)  # thousands of gates: the GC need not walk them again
     config.pluginmanager.register(
         VerdictGuard(config, worker=is_worker(config)), "vgate-verdict-guard"
     )

@@ -37,13 +37,15 @@ class GatesFileNode(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         loaded = resources(self.config).gates_file(self.path)
         self.gates_file = loaded
+        if self.get_closest_marker(MARKER) is None:
+            # Once here, not per item: every item of the file inherits it (-m, -k,
+            # get_closest_marker and the report's keywords see a parent's marker).
+            self.add_marker(MARKER)
         for gate in loaded.gates:
             problem = declared_tool_error(gate.argv, gate.tools)
             if problem is not None:
                 raise GatesFileError(self.path, gate.line, "tools", problem)
-            item = GateItem.from_parent(self, name=gate.id, gate=gate)
-            item.add_marker(MARKER)
-            yield item
+            yield GateItem.from_parent(self, name=gate.id, gate=gate)
         if not loaded.citations:
             return
         for document in loaded.citations:
