@@ -8,8 +8,11 @@ are looked for by a marker in their command line, as the host sees them.
 from __future__ import annotations
 
 import json
+import marshal
 import os
+import selectors
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -28,7 +31,7 @@ from helpers.procs import (
 )
 
 from pytest_vgate import process
-from pytest_vgate.process import ProcessResult, contain, run_process
+from pytest_vgate.process import ProcessResult, contain, run_process, shepherded
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
@@ -291,3 +294,53 @@ def test_under_a_shepherd_is_seen_even_with_the_environment_cleared() -> None:
     assert r.exit_code == 0, r.stderr
     assert r.stdout.strip() == ("True" if r.isolation != "group" else "False")
     assert not contain.under_a_shepherd()
+
+
+def test_each_check_gets_its_own_environment_when_only_changes_are_sent() -> None:
+    """The caller sends the environment only when it differs from the last one; a shepherd
+    reused across different environments still gives each check exactly its own."""
+    show = ["sh", "-c", 'printf "%s" "$WHO"']
+    seen = [
+        run(show, env={**ENV, "WHO": who}).stdout for who in ("first", "first", "second", "first")
+    ]
+    assert seen == ["first", "first", "second", "first"]
+    assert len(contain.POOL._idle.get("namespace", [])) == 1  # one shepherd served them all
+
+
+@pytest.mark.parametrize("bad", [{"A=B": "x"}, {"NUL": "a\0b"}], ids=["name", "nul"])
+def test_a_bad_environment_fails_its_check_and_no_other(bad: dict[str, str]) -> None:
+    good = {**ENV, "WHO": "good"}
+    failed = [run(["true"], env={**ENV, **bad}) for _ in range(2)]  # sent once, kept
+    after = run(["sh", "-c", 'printf "%s" "$WHO"'], env=good)
+    for r in failed:
+        assert (r.spawn_target, r.exit_code) == ("argv", None), r
+    assert (after.exit_code, after.stdout) == (0, "good")
+    if level_here() != "group":
+        direct = run(["true"], env={**ENV, **bad}, isolation="off")
+        assert direct.spawn_target == "argv"  # as Popen says it
+
+
+def test_an_exit_that_arrives_with_started_is_not_waited_for() -> None:
+    """Both answers of a quick check can come in one read: the second sits in our buffer,
+    not in the socket, and must be taken from there (not after the deadline)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    shepherd = contain.Shepherd.__new__(contain.Shepherd)  # the reader, on a real socket
+    shepherd.sock, shepherd.buffer, shepherd.level, shepherd.broken = ours, bytearray(), "", False
+    frames = b"".join(
+        len(body).to_bytes(4, "big") + body
+        for body in (marshal.dumps({"started": 4242}), marshal.dumps({"exit": 3}))
+    )
+    theirs.sendall(frames)
+    sel = selectors.PollSelector()
+    sel.register(ours.fileno(), selectors.EVENT_READ)
+    started = time.monotonic()
+    try:
+        timed_out, code, pid = shepherded._watch_shepherd(
+            shepherd, sel, {}, time.monotonic() + 5.0, None
+        )
+    finally:
+        sel.close()
+        ours.close()
+        theirs.close()
+    assert (timed_out, code, pid) == (False, 3, 4242)
+    assert time.monotonic() - started < 4.0
