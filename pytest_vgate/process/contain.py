@@ -269,7 +269,8 @@ def _ns_pid(pid: int) -> int | None:
     start = status.find(b"\nNSpid:")
     if start < 0:
         return None
-    line = status[start + 7 : status.find(b"\n", start + 7)]
+    end = status.find(b"\n", start + 7)
+    line = status[start + 7 : end if end >= 0 else len(status)]
     try:
         return int(line.split()[-1])
     except (IndexError, ValueError):
