@@ -145,13 +145,16 @@ def forget(tree: Path | str) -> None:
             shutil.rmtree(mirror, ignore_errors=True)
 
 
-def use_fresh_bytecode(tree: Path) -> None:
-    """In a process of its own (a verifier's child): the same cache and check as a command.
+def use_fresh_bytecode(tree: Path, prefix: Path | None = None) -> None:
+    """In a process of its own (a verifier's zygote): the same cache and check as a command.
 
-    Never raises; without a cache the process keeps Python's own behaviour.
+    ``prefix``: the cache the pytest process chose (it checks the tree's entries before
+    each call from then on); else :func:`cache_prefix`. Never raises; without a cache the
+    process keeps Python's own behaviour.
     """
     try:
-        prefix = cache_prefix()
+        if prefix is None:
+            prefix = cache_prefix()
         if prefix is not None:
             invalidate(prefix, tree)
             sys.pycache_prefix = os.fspath(prefix)

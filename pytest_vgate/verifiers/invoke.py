@@ -182,8 +182,10 @@ def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
     """
     target = VerifierTarget.from_dict(job["target"])
     # What the verifier imports now is the tree's source as it is now (the zygote's own
-    # import had the same, at its start).
-    bytecode.use_fresh_bytecode(Path(job["root"]))
+    # import had the same, at its start): the pytest process checked the cache's entries
+    # for the tree just before it sent the job (``bytecode_checked``), else we do.
+    if not job.get("bytecode_checked"):
+        bytecode.use_fresh_bytecode(Path(job["root"]))
     where = f"importing {target.module}:{target.qualname}"
     try:
         fn = load_target(target)

@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate import bytecode
 from pytest_vgate.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
 from pytest_vgate.clip import clip
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, Capture, drain, kill_process_group
@@ -182,6 +183,9 @@ class _Call:
             sock.setblocking(False)
             os.set_blocking(out_fd, False)
             job["deadline"] = time.time() + timeout
+            if zygote.pycache is not None:  # the source as it is now (``bytecode``)
+                bytecode.invalidate(Path(zygote.pycache), job["root"])
+                job["bytecode_checked"] = True
             if not wire.send_by(sock, {**job}, deadline):
                 return self._crash(sock, out_fd, started)
             return self._wait(sock, out_fd, timeout, started, deadline)

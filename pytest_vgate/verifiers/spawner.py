@@ -25,6 +25,7 @@ from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_vgate import bytecode
 from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.defaults import ISOLATION_CHOICES
 from pytest_vgate.process import Capture, contain, drain, start_helper
@@ -174,6 +175,9 @@ class ModuleZygote:
     control: Control
     oneshot: bool
     import_output: str = ""  # what the module printed while it was imported
+    # The bytecode cache its processes use (chosen here: ``bytecode.cache_prefix``); the
+    # tree's entries in it are checked here before each call (None: the child checks).
+    pycache: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -329,6 +333,8 @@ def _start_module(
     """Ask the base zygote for a module zygote and wait (until ``deadline``, monotonic)
     for its import. Raises ZygoteError when no zygote could be had."""
     base = _base_control()
+    prefix = bytecode.cache_prefix()
+    pycache = os.fspath(prefix) if prefix is not None else None
     out_r, out_w = os.pipe()
     try:
         answer, fds = base.request(
@@ -339,6 +345,7 @@ def _start_module(
                 "sys_path": list(sys_path),
                 "cwd": cwd,
                 "root": root,
+                "pycache": pycache,
                 "oneshot": oneshot,
                 "deadline": time.time() + max(0.0, deadline - time.monotonic()),
             },
@@ -385,7 +392,7 @@ def _start_module(
         if mode not in ("error", "panic", "unavailable"):
             mode = "error"
         return ImportFailure(mode, str(ready.get("detail", "")), output)
-    return ModuleZygote(control, oneshot or int(ready.get("threads", 1)) > 1, output)
+    return ModuleZygote(control, oneshot or int(ready.get("threads", 1)) > 1, output, pycache)
 
 
 def _wait_ready(

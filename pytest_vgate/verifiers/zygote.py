@@ -201,16 +201,24 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
             os.chdir(str(message["cwd"]))
     extend_sys_path([str(p) for p in message.get("sys_path", ())], first=True)
     if message.get("root"):  # import the tree's source as it is now (children inherit it)
-        bytecode.use_fresh_bytecode(Path(str(message["root"])))
+        pycache = message.get("pycache")
+        bytecode.use_fresh_bytecode(Path(str(message["root"])), Path(pycache) if pycache else None)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     ready = _import(message)
     flush_streams()
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
-    # Armed before any child is forked: the pytest process may ask a child for its stacks
-    # before the child ran a line of its own (its output pipe is fd 2 by then).
-    faulthandler.register(STACK_DUMP_SIGNAL, file=sys.stderr, all_threads=True)
+    # Armed (again: whatever the import did to them) before any child is forked, for
+    # every child (``child.child_main``), on fd 2, its output pipe: a fatal signal (a
+    # segfault) dumps the stacks, and so does ``STACK_DUMP_SIGNAL``, which the pytest
+    # process may send before the child ran a line of its own. What a verifier prints
+    # is line-buffered.
+    faulthandler.enable(file=2, all_threads=True)
+    faulthandler.register(STACK_DUMP_SIGNAL, file=2, all_threads=True)
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     wire.send(ctl, ready)
     if not ready["ready"]:
         os._exit(0)
