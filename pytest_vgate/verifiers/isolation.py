@@ -194,8 +194,8 @@ class _Call:
             raise
         finally:
             self.kill()  # the child has nothing left to do; nor have its tools
-            if self.reaper is not None and self.pid is not None:
-                self.reaper.reap(self.pid)
+            if self.reaper is not None and self.pid is not None:  # killed: no need to wait
+                self.reaper.reap(self.pid, later=self.reaper is zygote.control)
             with suppress(OSError):
                 sock.close()
             with suppress(OSError):

@@ -67,6 +67,7 @@ class Control:
         self.broken = False
         self._inbox = wire.Inbox(sock)
         self._spares: list[tuple[int, list[int]]] = []
+        self._dismissed: list[int] = []  # to reap, told with the next "more" (``reap``)
 
     def _next(self, timeout: float) -> tuple[dict[str, Any], list[int]]:
         """The next message that is not a spare (spares are kept), within ``timeout``."""
@@ -124,8 +125,11 @@ class Control:
                 for fd in fds:  # an answer nobody waits for
                     os.close(fd)
             pid, fds = self._spares.pop(0)
+            more: dict[str, Any] = {"op": "more"}
+            if self._dismissed:
+                more["reap"], self._dismissed = self._dismissed, []
             try:
-                wire.send(self.sock, {"op": "more"})
+                wire.send(self.sock, more)
             except OSError:
                 self.broken = True
         try:
@@ -147,10 +151,18 @@ class Control:
                 return kid
         raise ZygoteError(f"the verifier zygote's process {pid} is not among its children")
 
-    def reap(self, pid: int, status: bool = False) -> int | None:
-        """Have ``pid`` (a child of this zygote) killed with its group and collected."""
+    def reap(self, pid: int, status: bool = False, later: bool = False) -> int | None:
+        """Have ``pid`` (a child of this zygote) killed with its group and collected;
+        ``status``: wait for its exit status. ``later``: the caller killed it already;
+        tell the zygote with the next ``take_spare`` (one wake-up of it per call, not two;
+        at the latest the zygote kills and collects it when it ends)."""
+        theirs = self._ns_of.pop(pid, pid) if self.pidns else pid
+        if later and not status:
+            with self.lock:
+                if not self.broken:
+                    self._dismissed.append(theirs)
+            return None
         try:
-            theirs = self._ns_of.get(pid, pid) if self.pidns else pid
             message = {"op": "reap", "pid": theirs, "status": status}
             answer, _ = self.request(message, reply=status)
         except ZygoteError:

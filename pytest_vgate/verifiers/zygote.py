@@ -61,15 +61,36 @@ def _reap(pid: int) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
-def _serve_common(ctl: socket.socket, message: Mapping[str, Any], children: set[int]) -> bool:
+def _dismiss(pid: int, children: set[int], dying: set[int]) -> None:
+    """Kill what is left of ``pid``'s group now; collect it once it has died (here if it
+    has, else at a later request or at the end), never waiting for it: a dying process
+    still holds its pid, and a zygote that waited could not fork the next spare."""
+    if pid in children:
+        with suppress(ValueError):
+            kill_process_group(pid, signal.SIGKILL)
+        dying.add(pid)
+    for gone in list(dying):
+        with suppress(ChildProcessError):
+            if os.waitpid(gone, os.WNOHANG)[0] == 0:
+                continue
+        dying.discard(gone)
+        children.discard(gone)
+
+
+def _serve_common(
+    ctl: socket.socket, message: Mapping[str, Any], children: set[int], dying: set[int]
+) -> bool:
     """The requests every zygote answers; False for an unknown one."""
     if message.get("op") != "reap":
         return False
     pid = int(message["pid"])
-    status = _reap(pid) if pid in children else None
-    children.discard(pid)
-    if message.get("status"):
+    if message.get("status"):  # the status is the answer: wait for it
+        status = _reap(pid) if pid in children else None
+        children.discard(pid)
+        dying.discard(pid)
         wire.send(ctl, {"status": status})
+    else:
+        _dismiss(pid, children, dying)
     return True
 
 
@@ -118,6 +139,7 @@ def base_main(fd: int, preload: list[str], want: str = "none") -> None:
         with suppress(BaseException):  # a preload is an optimisation
             __import__(name)
     children: set[int] = set()
+    dying: set[int] = set()
     inbox = wire.Inbox(ctl)
     while True:
         message, fds = inbox.recv()
@@ -144,7 +166,7 @@ def base_main(fd: int, preload: list[str], want: str = "none") -> None:
             continue
         for extra in fds:
             os.close(extra)
-        if not _serve_common(ctl, message, children):
+        if not _serve_common(ctl, message, children, dying):
             wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
 
 
@@ -267,6 +289,7 @@ def _offer(ctl: socket.socket, children: set[int]) -> None:
 
 def _serve_template(ctl: socket.socket) -> None:
     children: set[int] = set()
+    dying: set[int] = set()
     inbox = wire.Inbox(ctl)
     gc.freeze()  # what the import made is never collected in a child: fewer copied pages
     _offer(ctl, children)
@@ -277,8 +300,10 @@ def _serve_template(ctl: socket.socket) -> None:
         if message is None:
             _shutdown(children)
         if message.get("op") == "more":
-            _offer(ctl, children)
-        elif not _serve_common(ctl, message, children):
+            _offer(ctl, children)  # first: the call that asked runs now
+            for pid in message.get("reap") or ():  # the children of calls that ended
+                _dismiss(int(pid), children, dying)
+        elif not _serve_common(ctl, message, children, dying):
             wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
 
 

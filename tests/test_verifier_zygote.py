@@ -1,0 +1,108 @@
+"""What the zygotes do for the cost of a call, and what that must never change.
+
+A module zygote arms the child's fault handlers once, before any child is forked; each
+spare rehearses a call of our own before its job arrives; the pytest process checks the
+bytecode cache before each call and tells the zygote which children to reap with its
+next request. Each test runs real verifier modules in real processes; none of them
+times anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers.verifiers_modules import call, write_module
+
+from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV
+from pytest_vgate.verdict import Mode
+from pytest_vgate.verifiers import spawner
+from pytest_vgate.verifiers.child import REHEARSAL_NAME
+
+CALLS = """
+import json, os
+from pytest_vgate.verifiers import Outcome
+
+def environment(ctx):
+    return Outcome.failed(json.dumps(dict(os.environ)))
+
+def zygote(ctx):
+    return Outcome.passed(str(os.getppid()))
+"""
+
+FAULTHANDLER_OFF = """
+import ctypes, faulthandler
+faulthandler.disable()  # the module's own choice at import: the children still dump
+
+def segfault(ctx):
+    ctypes.string_at(0)
+"""
+
+
+@pytest.fixture
+def group_isolation() -> Iterator[None]:
+    """Zygotes outside a PID namespace: the tests find processes by the pids they see."""
+    spawner.set_isolation("off")
+    try:
+        yield
+    finally:
+        spawner.set_isolation("auto")
+
+
+def _children(pid: int) -> list[int]:
+    """``pid``'s children, zombies included (what the zygote has not collected)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_the_rehearsal_leaves_the_verifier_exactly_the_jobs_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The spare set and unset a variable of its own while it rehearsed; the call then
+    replaces the whole environment with the job's."""
+    monkeypatch.setenv("VGATE_TEST_SECRET", "not for verifiers")
+    monkeypatch.setenv(REHEARSAL_NAME, "from the caller")  # not passed: must not get in
+    module = write_module(tmp_path, CALLS)
+    for _ in range(3):  # the first child and then spares, each rehearsed
+        result = call(tmp_path, module, "environment")
+        assert result.mode is Mode.FAIL, result.detail
+        env = json.loads(result.detail)
+        assert REHEARSAL_NAME not in env
+        assert "VGATE_TEST_SECRET" not in env
+        allowed = {*DEFAULT_ENV_ALLOWLIST, NESTED_ENV, "HOME", "TMPDIR"}
+        assert set(env) <= allowed, set(env) - allowed
+        assert env["HOME"].startswith(str(Path(env["TMPDIR"]).parent))  # this call's cell
+
+
+def test_a_module_that_turns_faulthandler_off_still_shows_the_stack_of_a_segfault(
+    tmp_path: Path,
+) -> None:
+    """The zygote arms faulthandler on the children's output after the import, whatever
+    the import did to it."""
+    module = write_module(tmp_path, FAULTHANDLER_OFF)
+    result = call(tmp_path, module, "segfault")
+    assert result.mode is Mode.CRASH, result.detail
+    assert "Segmentation fault" in result.detail
+    assert "in segfault" in result.detail
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
+@pytest.mark.usefixtures("group_isolation")
+def test_the_children_of_ended_calls_are_collected_not_left_behind(tmp_path: Path) -> None:
+    """Each call's child is killed when it answers and collected by its zygote once the
+    pytest process tells it (with the next call's request): the zygote's children are
+    the spare and at most the last two calls' children, however many calls ran."""
+    module = write_module(tmp_path, CALLS)
+    zygotes = set()
+    for _ in range(12):
+        result = call(tmp_path, module, "zygote")
+        assert result.ok, result.detail
+        zygotes.add(int(result.detail))
+    assert len(zygotes) == 1, zygotes
+    (zygote,) = zygotes
+    left = _children(zygote)
+    assert 1 <= len(left) <= 3, left
+    assert os.getpid() not in left
