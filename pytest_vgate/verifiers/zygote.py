@@ -4,14 +4,17 @@ The **base** zygote is started once per pytest process (per xdist worker) with t
 allowlisted environment (``process.start_helper``); it imports ``pytest`` when the caller
 had, and this package, and forks a **module** zygote per verifier module on request. A
 module zygote imports its module once, then forks a fresh child per call (one *spare* is
-forked ahead, while the previous call runs); the child runs exactly one verifier
-(``child.child_main``) and is killed when it has answered. Both zygotes are
+forked ahead, while the previous call runs, and rehearses a call of ours before its job
+arrives); the child runs exactly one verifier (``child.child_main``) and is killed when
+it has answered. Both zygotes are
 single-threaded: they never start a thread, and a module whose import leaves a thread
 running is never forked from (its zygote serves one call in itself: ``oneshot``).
 
 Both speak request/response over their control socket (the pytest process holds a lock
 per socket); descriptors travel with the reply. Neither reaps a child before the pytest
-process asks (``reap``), so the pid the pytest process kills by still names that child.
+process asks (``reap``, or a spare request's ``reap`` list), so the pid the pytest
+process kills by still names that child; unless the exit status is asked for, the child
+is killed at once and collected once it has died, never waited for.
 At end of stream (the pytest process is gone) a zygote kills its children and exits.
 """
 
