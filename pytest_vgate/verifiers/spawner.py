@@ -145,7 +145,9 @@ class Control:
             return pid
         if pid == self.ns_pid:
             return self.pid
-        for kid in contain.children(self.tree):
+        # Newest first: the one asked for is a spare just forked; the older ones are
+        # mostly children of ended calls that the zygote has not collected yet.
+        for kid in reversed(contain.children(self.tree)):
             if contain.ns_pid(kid) == pid:
                 self._ns_of[kid] = pid
                 return kid
