@@ -38,6 +38,7 @@ from pytest_vgate.verifiers.zygote import BOOT
 PRELOAD_IF_IMPORTED: tuple[str, ...] = ("pytest",)
 MAX_MODULE_ZYGOTES = 32  # kept at once; the least recently used one goes first
 REPLY_TIMEOUT = 30.0  # seconds a zygote gets to answer a request (it answers at once)
+HOST_PID_LOOKS = 5  # reads of a zygote's children before a pid is not among them
 
 
 class ZygoteError(Exception):
@@ -145,12 +146,17 @@ class Control:
             return pid
         if pid == self.ns_pid:
             return self.pid
-        # Newest first: the one asked for is a spare just forked; the older ones are
-        # mostly children of ended calls that the zygote has not collected yet.
-        for kid in reversed(contain.children(self.tree)):
-            if contain.ns_pid(kid) == pid:
-                self._ns_of[kid] = pid
-                return kid
+        # The kernel's list of children may miss one while another is being collected
+        # (the zygote collects the children of ended calls as this call starts): look
+        # again before calling it gone. Newest first: the one asked for is a spare just
+        # forked; the older ones are mostly children the zygote has not collected yet.
+        for attempt in range(HOST_PID_LOOKS):
+            if attempt:
+                time.sleep(0.001 * attempt)
+            for kid in reversed(contain.children(self.tree)):
+                if contain.ns_pid(kid) == pid:
+                    self._ns_of[kid] = pid
+                    return kid
         raise ZygoteError(f"the verifier zygote's process {pid} is not among its children")
 
     def reap(self, pid: int, status: bool = False, later: bool = False) -> int | None:
