@@ -102,7 +102,9 @@ def _rehearsal() -> dict[str, Any] | None:
         os.environ.update({str(k): str(v) for k, v in decoded["env"].items()})  # a no-op
         os.environ[REHEARSAL_NAME] = ""
         del os.environ[REHEARSAL_NAME]
-    except Exception:  # noqa: BLE001 - an optimisation never costs a call
+    # Catch-all: an optimisation never costs a call (a module's import may have changed
+    # what our code relies on; the call itself then reports what that breaks).
+    except BaseException:  # noqa: BLE001
         return None
     return decoded
 
@@ -130,7 +132,7 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     link = Link(wire.Channel(sock))
     rehearsal = _rehearsal()
     if rehearsal is not None:
-        with suppress(Exception):
+        with suppress(BaseException):  # the same: an optimisation
             wire.encode({"op": "result", "result": execute(rehearsal, _Rehearsal())})
     try:
         job = link.channel.recv()
