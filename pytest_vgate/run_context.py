@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_vgate.cell import CellPool
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
@@ -18,6 +19,9 @@ from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.spec import Gate
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Verdict
+
+if TYPE_CHECKING:
+    from pytest_vgate.verifiers.spawner import ZygoteHost
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class RunContext:
     measure: MeasureSpec | None = None
     # The session's cell pool (SessionState.cells); None: a fresh cell per check.
     cells: CellPool | None = None
+    # The session's verifier zygotes (SessionState.zygotes); None: the process's default.
+    zygotes: ZygoteHost | None = None
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:

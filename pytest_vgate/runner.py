@@ -54,6 +54,7 @@ def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
             caller_env=ctx.caller_env,
             capture_limit=ctx.capture_limit,
             cells=ctx.cells,
+            zygotes=ctx.zygotes,
         ),
         f"verifier {target.display!r}",
         (),

@@ -1,7 +1,8 @@
 """What one session keeps between checks and gives back at its end: ``SessionState``.
 
 The pytest layer opens one per config (``plugin.session.STATE`` in ``config.stash``) at
-configure and closes it at unconfigure; checks reach it through ``RunContext.cells``. A
+configure and closes it at unconfigure; checks reach it through ``RunContext.cells`` and
+``RunContext.zygotes``. A
 library caller opens its own, or passes none (each check then gets a fresh cell).
 ``close`` removes the idle cells of its pool, stops the verifier zygotes (and the spare
 child each keeps ready) and the idle shepherds of this process, and forgets the folders
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_vgate.cell import CellPool
+from pytest_vgate.verifiers.spawner import ZygoteHost
 
 
 @dataclass
@@ -22,15 +24,13 @@ class SessionState:
     processes kept ready); ``close`` is idempotent."""
 
     cells: CellPool = field(default_factory=CellPool)
-    isolation: str = "auto"  # --vgate-isolation of the verifier processes
+    zygotes: ZygoteHost = field(default_factory=ZygoteHost)
     closed: bool = False
 
     @classmethod
     def open(cls, isolation: str = "auto") -> SessionState:
-        from pytest_vgate.verifiers import spawner
-
-        spawner.set_isolation(isolation)
-        return cls(isolation=isolation)
+        """``isolation``: --vgate-isolation of the verifier processes."""
+        return cls(zygotes=ZygoteHost(isolation))
 
     def close(self) -> None:
         """Remove the idle cells; stop the zygotes and idle shepherds started for checks."""
@@ -39,9 +39,8 @@ class SessionState:
         self.closed = True
         from pytest_vgate.process import contain
         from pytest_vgate.runner import forget_folders
-        from pytest_vgate.verifiers import spawner
 
         self.cells.close()
-        spawner.shutdown()
+        self.zygotes.shutdown()
         contain.POOL.close()
         forget_folders()

@@ -25,7 +25,8 @@ from pytest_vgate.verdict import Cause, Mode, Verdict
 # The one boundary of each kind of process: (module:function, handlers there).
 BOUNDARIES = {
     "the pytest process": ("pytest_vgate.boundary:fail_closed", 2),  # error, panic
-    "a verifier child": ("pytest_vgate.verifiers.child:child_main", 2),  # + its last send
+    # + its last send, + the rehearsal of the spare (an optimisation, never a call's cost)
+    "a verifier child": ("pytest_vgate.verifiers.child:child_main", 3),
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
     "the coverage bootstrap": ("pytest_vgate.measure.BOOTSTRAP:_vgate_start", 1),
@@ -42,6 +43,7 @@ JUSTIFIED = {
     "pytest_vgate.judging:describe": "a plugin's __repr__",
     "pytest_vgate.verifiers.api:find_verifier_spec": "getattr on any object met at collection",
     "pytest_vgate.verifiers.child:flush_streams": "the verifier may have replaced sys.stdout",
+    "pytest_vgate.verifiers.child:_rehearsal": "an optimisation never costs a call",
     "pytest_vgate.verifiers.fanout:run_verifiers.in_thread": "a thread: no boundary above it",
     "pytest_vgate.verifiers.invoke:describe": "the verifier's __repr__",
     "pytest_vgate.verifiers.invoke:_message": "the verifier's exception's __str__",
@@ -51,7 +53,7 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.invoke:execute": "the verifier's own exception is its answer",
     "pytest_vgate.verifiers.isolation:_Call._serve": "a thread the waiting child needs answered",
     "pytest_vgate.verifiers.spawner:_stop_base": "stopping goes on whatever one step raised",
-    "pytest_vgate.verifiers.spawner:shutdown": "a cell left at shutdown is a warning",
+    "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
     "pytest_vgate.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
     "pytest_vgate.origin._PROBE:<module>": "find_spec imports parent packages: user code",

@@ -119,7 +119,7 @@ def test_unconfigure_stops_the_sessions_processes_and_removes_its_cells(
 ) -> None:
     run_in_process(pytester, project)
     # This process lives on: only the session's own close can have done this.
-    assert spawner.zygote_pids() == [], "a verifier zygote outlived its session"
+    assert spawner.all_zygote_pids() == [], "a verifier zygote outlived its session"
     procs, dirs = leftovers(pytester.path, project, patience=10.0)
     assert not procs, f"processes of the session outlived it: {procs}"
     assert not dirs, f"cells of the session outlived it: {dirs}"
@@ -137,7 +137,7 @@ def test_two_sessions_in_one_process_share_no_state(
     second = seen.read_text().split()[1]
     assert second != first, "the second session was handed the first one's cell"
     assert not Path(second).exists()
-    assert spawner.zygote_pids() == []
+    assert spawner.all_zygote_pids() == []
 
 
 def test_close_removes_the_idle_cells_and_is_idempotent(tmp_path: Path) -> None:

@@ -45,11 +45,11 @@ def segfault(ctx):
 @pytest.fixture
 def group_isolation() -> Iterator[None]:
     """Zygotes outside a PID namespace: the tests find processes by the pids they see."""
-    spawner.set_isolation("off")
+    spawner.default_host().set_isolation("off")
     try:
         yield
     finally:
-        spawner.set_isolation("auto")
+        spawner.default_host().set_isolation("auto")
 
 
 def _children(pid: int) -> list[int]:

@@ -53,11 +53,11 @@ def group_isolation() -> Iterator[None]:
     """Verifier processes outside a PID namespace, for the tests that find them by the
     pids they write (a namespace's pids are not ours); the namespace has its own tests
     (test_plugin_verifier_containment.py)."""
-    spawner.set_isolation("off")
+    spawner.default_host().set_isolation("off")
     try:
         yield
     finally:
-        spawner.set_isolation("auto")
+        spawner.default_host().set_isolation("auto")
 
 
 @pytest.fixture
@@ -802,7 +802,7 @@ from pytest_vgate.process import pid_alive
 from pytest_vgate.verifiers import VerifierTarget, call_verifier, run_verifiers, spawner
 
 folder = Path(sys.argv[1])
-spawner.set_isolation("off")  # the pids the verifiers write are ours
+spawner.default_host().set_isolation("off")  # the pids the verifiers write are ours
 if __name__ == "__main__":
     def interrupt_when_running():  # every verifier has written its pid (60 s at most)
         end = time.monotonic() + 60

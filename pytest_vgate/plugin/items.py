@@ -107,6 +107,7 @@ class GateItem(VgateItem):
             judge=judge_for(self) if kind_of(self.gate.type).judgment else None,
             isolation=res.settings.isolation,
             cells=session_state(self.config).cells,
+            zygotes=session_state(self.config).zygotes,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
@@ -147,6 +148,7 @@ class VerifierItem(VgateItem):
             inventory=res.inventory_for(self.config.rootpath),
             sys_path=sys_path,
             cells=session_state(self.config).cells,
+            zygotes=session_state(self.config).zygotes,
         )
         gate = Gate(
             id=self.name,

@@ -23,6 +23,7 @@ from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError
 from pytest_vgate.verifiers.invoke import bounded
 from pytest_vgate.verifiers.isolation import EXIT_GRACE, Cancel, call_verifier
 from pytest_vgate.verifiers.result import VerifierResult
+from pytest_vgate.verifiers.spawner import ZygoteHost
 from pytest_vgate.verifiers.target import VerifierTarget
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ def run_verifiers(
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     scratch: Path | str | None = None,
     cells: CellPool | None = None,
+    zygotes: ZygoteHost | None = None,
 ) -> Verdict:
     """Run ``targets`` concurrently (same keywords as ``call_verifier``) and join them.
 
@@ -104,6 +106,7 @@ def run_verifiers(
             scratch=scratch,
             cells=cells,
             cancel=cancel,
+            zygotes=zygotes,
         )
 
     def in_thread(index: int) -> None:
@@ -167,4 +170,5 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
         env=gate.env,
         capture_limit=ctx.capture_limit,
         cells=ctx.cells,
+        zygotes=ctx.zygotes,
     )

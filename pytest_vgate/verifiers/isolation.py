@@ -134,9 +134,12 @@ def _decode(
 class _Call:
     """The pytest process's side of one call: job, ctx.run answers, output, answer."""
 
-    def __init__(self, name: str, host: ToolHost, capture_limit: int) -> None:
+    def __init__(
+        self, name: str, host: ToolHost, capture_limit: int, zygotes: spawner.ZygoteHost
+    ) -> None:
         self.name = name
         self.host = host
+        self.zygotes = zygotes
         self.capture_limit = capture_limit
         self.capture = Capture(capture_limit)
         self.pid: int | None = None
@@ -167,7 +170,7 @@ class _Call:
         try:
             pid, fds = _take_child(zygote, deadline)
         except spawner.ZygoteError as exc:
-            spawner.forget(zygote)
+            self.zygotes.forget(zygote)
             return VerifierResult.failure(
                 self.name, Mode.CRASH, f"could not start the verifier's process: {exc}"
             )
@@ -484,6 +487,7 @@ def call_verifier(
     scratch: Path | str | None = None,
     cells: CellPool | None = None,
     cancel: Cancel | None = None,
+    zygotes: spawner.ZygoteHost | None = None,
 ) -> VerifierResult:
     """Call one verifier under the fail-closed contract and return what happened.
 
@@ -491,6 +495,8 @@ def call_verifier(
     the session inventory or an ``id -> path`` mapping. ``sys_path`` entries go first on
     the child's sys.path, then ours, then ``root``. ``caller_env`` (default: ours) is
     what the allowlisted environment of the verifier and of its tools is built from.
+    ``cells`` and ``zygotes`` are the session's (``SessionState``); without them a call
+    gets a fresh cell and the process's default zygotes.
     Never raises, except what the user sends (KeyboardInterrupt), after killing the child.
     """
     name = target.display
@@ -551,7 +557,7 @@ def call_verifier(
                 path_prefix=[str(toolchain_bin(root_path))],
             ),
         }
-        call = _Call(name, host, capture_limit)
+        call = _Call(name, host, capture_limit, zygotes or spawner.default_host())
         if cancel is not None:
             cancel._add(call)
         try:
@@ -574,7 +580,7 @@ def _run_call(
     deadline: float,
 ) -> VerifierResult:
     try:
-        zygote = spawner.module_zygote(
+        zygote = call.zygotes.module_zygote(
             target.module,
             target.file,
             path,

@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
@@ -210,81 +211,6 @@ class ImportFailure:
     output: str = ""
 
 
-_lock = threading.Lock()
-_base: tuple[Control, Any] | None = None  # (control, Popen)
-_isolation = "auto"  # --vgate-isolation (set_isolation): the base zygote's containment
-_missing: str | None = None  # strict, and why the base zygote has no namespace here
-_modules: dict[tuple[Any, ...], ModuleZygote] = {}
-_key_locks: dict[tuple[Any, ...], threading.Lock] = {}
-_threaded: set[tuple[Any, ...]] = set()
-_cells = ExitStack()
-
-
-def set_isolation(isolation: str) -> None:
-    """``--vgate-isolation`` for the verifier processes (auto, strict, off): ``auto`` and
-    ``strict`` start the base zygote -- and so every verifier process -- in a private PID
-    namespace with its own ``/proc`` where possible; ``strict`` fails without one."""
-    global _isolation, _missing
-    if isolation not in ISOLATION_CHOICES:
-        raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}")
-    if isolation != _isolation:
-        shutdown()  # zygotes started under another setting (an earlier in-process session)
-    _isolation, _missing = isolation, None
-
-
-def _base_control() -> Control:
-    """The base zygote, started on first use (and again if it died)."""
-    global _base, _missing
-    with _lock:
-        if _base is not None and not _base[0].broken and _base[1].poll() is None:
-            return _base[0]
-        if _missing is not None:
-            raise IsolationMissing(_missing)
-        if _base is not None:
-            _stop_base(_base)
-        ours, theirs = socket.socketpair()
-        preload = [m for m in PRELOAD_IF_IMPORTED if m in sys.modules]
-        cell = _cells.enter_context(check_cell("vgate-zygote-"))
-        env = build_env(cell, pass_names=(), set_values={}, caller_env=os.environ)
-        argv = [
-            sys.executable,
-            "-c",
-            BOOT,
-            json.dumps(sys.path),
-            str(theirs.fileno()),
-            json.dumps(preload),
-            "none" if _isolation == "off" else "namespace",
-        ]
-        try:
-            proc = start_helper(argv, env=env, cwd=os.getcwd(), pass_fds=[theirs.fileno()])
-        except OSError as exc:
-            ours.close()
-            raise ZygoteError(f"could not start the verifier zygote: {exc}") from None
-        finally:
-            theirs.close()
-        base = (Control(ours, proc.pid, None), proc)
-        try:
-            with base[0].lock:
-                hello, fds = base[0]._next(REPLY_TIMEOUT)
-            for fd in fds:
-                os.close(fd)
-        except BaseException:
-            _stop_base(base)
-            raise
-        if _isolation == "strict" and hello.get("isolation") != "namespace":
-            _stop_base(base)
-            _missing = f"required isolation missing: {hello.get('detail', hello)}"
-            raise IsolationMissing(_missing)
-        if hello.get("pidns"):  # its pids are its namespace's; it is our child's child
-            kids = contain.children(proc.pid)
-            if len(kids) != 1:
-                _stop_base(base)
-                raise ZygoteError("the verifier zygote's namespace has no single init")
-            base[0].pidns, base[0].tree, base[0].ns_pid = True, kids[0], 1
-        _base = base
-        return _base[0]
-
-
 def _stop_base(base: tuple[Control, Any]) -> None:
     control, proc = base
     control.close()  # end of stream: it kills its zygotes and exits
@@ -295,124 +221,10 @@ def _stop_base(base: tuple[Control, Any]) -> None:
         proc.wait(timeout=5.0)
 
 
-def shutdown() -> None:
-    """Stop every zygote (registered with atexit; a forked child leaves them alone)."""
-    global _base
-    if _owner != os.getpid():
-        return
-    with _lock:
-        modules = list(_modules.values())
-        _modules.clear()
-        base, _base = _base, None
-    for zygote in modules:
-        zygote.control.close()
-    if base is not None:
-        _stop_base(base)
-    with suppress(Exception):  # at exit or unconfigure: a cell left is a warning, not a crash
-        _cells.close()
-
-
-def _forget_in_child() -> None:
-    """A fork of the pytest process (a test forking it) drops our zygotes."""
-    global _base, _owner, _lock
-    _owner = os.getpid()
-    _lock = threading.Lock()
-    _key_locks.clear()
-    for zygote in _modules.values():
-        with suppress(OSError):
-            zygote.control.sock.close()
-    if _base is not None:
-        with suppress(OSError):
-            _base[0].sock.close()
-    _base = None
-    _modules.clear()
-    _cells.pop_all()
-
-
-_owner = os.getpid()
-atexit.register(shutdown)
-os.register_at_fork(after_in_child=_forget_in_child)
-
-
 def _key(
     module: str, file: str | None, sys_path: Sequence[str], cwd: str, root: str
 ) -> tuple[Any, ...]:
     return (module, file, tuple(sys_path), cwd, root)
-
-
-def _start_module(
-    module: str,
-    file: str | None,
-    sys_path: Sequence[str],
-    cwd: str,
-    root: str,
-    deadline: float,
-    oneshot: bool,
-    capture_limit: int,
-) -> ModuleZygote | ImportFailure:
-    """Ask the base zygote for a module zygote and wait (until ``deadline``, monotonic)
-    for its import. Raises ZygoteError when no zygote could be had."""
-    base = _base_control()
-    prefix = bytecode.cache_prefix()
-    pycache = os.fspath(prefix) if prefix is not None else None
-    out_r, out_w = os.pipe()
-    try:
-        answer, fds = base.request(
-            {
-                "op": "zygote",
-                "module": module,
-                "file": file,
-                "sys_path": list(sys_path),
-                "cwd": cwd,
-                "root": root,
-                "pycache": pycache,
-                "oneshot": oneshot,
-                "deadline": time.time() + max(0.0, deadline - time.monotonic()),
-            },
-            [out_w],
-        )
-    except BaseException:
-        os.close(out_r)
-        raise
-    finally:
-        os.close(out_w)
-    if len(fds) != 1 or not isinstance(answer.get("pid"), int):
-        os.close(out_r)
-        for fd in fds:
-            os.close(fd)
-        raise ZygoteError(f"unexpected answer from the verifier zygote: {answer}")
-    try:
-        host = base.host_pid(int(answer["pid"]))
-    except ZygoteError:
-        os.close(out_r)
-        os.close(fds[0])
-        raise
-    control = Control(socket.socket(fileno=fds[0]), host, base)
-    control.pidns, control.ns_pid = base.pidns, int(answer["pid"])
-    capture = Capture(capture_limit)
-    try:
-        ready = _wait_ready(control, out_r, capture, deadline)
-    except BaseException:
-        _discard(control)
-        raise
-    finally:
-        os.close(out_r)
-    output = capture.text()
-    if ready is None:
-        _discard(control)
-        return ImportFailure(
-            "timeout",
-            f"the verifier's module {module!r} was still importing at the deadline; its "
-            "process was killed" + (f"\nits output and stack:\n{output[-3000:]}" if output else ""),
-            output,
-        )
-    if not ready.get("ready"):
-        _discard(control)
-        mode = str(ready.get("mode", "error"))
-        if mode not in ("error", "panic", "unavailable"):
-            mode = "error"
-        return ImportFailure(mode, str(ready.get("detail", "")), output)
-    return ModuleZygote(control, oneshot or int(ready.get("threads", 1)) > 1, output, pycache)
 
 
 def _wait_ready(
@@ -450,64 +262,288 @@ def _discard(control: Control) -> None:
         control.reaper.reap(control.pid)
 
 
-def module_zygote(
-    module: str,
-    file: str | None,
-    sys_path: Sequence[str],
-    cwd: str,
-    root: str,
-    deadline: float,
-    capture_limit: int,
-) -> ModuleZygote | ImportFailure:
-    """The zygote to fork this call's child from (see the module docstring)."""
-    key = _key(module, file, sys_path, cwd, root)
-    with _lock:
-        if key in _threaded:
-            threaded = True
-        else:
-            threaded = False
-            found = _modules.get(key)
+class ZygoteHost:
+    """The zygotes of one owner: a session (``SessionState``) or, for library calls
+    outside a session, the process's default host (``default_host``).
+
+    ``shutdown`` stops every zygote it started (and the spare child each keeps ready); a
+    forked child of the owner drops them without stopping them (they are the parent's).
+    """
+
+    def __init__(self, isolation: str = "auto") -> None:
+        if isolation not in ISOLATION_CHOICES:
+            raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}")
+        self._lock = threading.Lock()
+        self._base: tuple[Control, Any] | None = None  # (control, Popen)
+        self._isolation = isolation  # the base zygote's containment (--vgate-isolation)
+        self._missing: str | None = None  # strict, and why the base zygote has no namespace
+        self._modules: dict[tuple[Any, ...], ModuleZygote] = {}
+        self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._threaded: set[tuple[Any, ...]] = set()
+        self._cells = ExitStack()
+        self._owner = os.getpid()
+        _HOSTS.add(self)
+
+    def set_isolation(self, isolation: str) -> None:
+        """``--vgate-isolation`` for the verifier processes (auto, strict, off): ``auto`` and
+        ``strict`` start the base zygote -- and so every verifier process -- in a private PID
+        namespace with its own ``/proc`` where possible; ``strict`` fails without one."""
+        if isolation not in ISOLATION_CHOICES:
+            raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}")
+        if isolation != self._isolation:
+            self.shutdown()  # zygotes started under another setting
+        self._isolation, self._missing = isolation, None
+
+    def _base_control(self) -> Control:
+        """The base zygote, started on first use (and again if it died)."""
+        with self._lock:
+            if self._base is not None and not self._base[0].broken and self._base[1].poll() is None:
+                return self._base[0]
+            if self._missing is not None:
+                raise IsolationMissing(self._missing)
+            if self._base is not None:
+                _stop_base(self._base)
+            ours, theirs = socket.socketpair()
+            preload = [m for m in PRELOAD_IF_IMPORTED if m in sys.modules]
+            cell = self._cells.enter_context(check_cell("vgate-zygote-"))
+            env = build_env(cell, pass_names=(), set_values={}, caller_env=os.environ)
+            argv = [
+                sys.executable,
+                "-c",
+                BOOT,
+                json.dumps(sys.path),
+                str(theirs.fileno()),
+                json.dumps(preload),
+                "none" if self._isolation == "off" else "namespace",
+            ]
+            try:
+                proc = start_helper(argv, env=env, cwd=os.getcwd(), pass_fds=[theirs.fileno()])
+            except OSError as exc:
+                ours.close()
+                raise ZygoteError(f"could not start the verifier zygote: {exc}") from None
+            finally:
+                theirs.close()
+            base = (Control(ours, proc.pid, None), proc)
+            try:
+                with base[0].lock:
+                    hello, fds = base[0]._next(REPLY_TIMEOUT)
+                for fd in fds:
+                    os.close(fd)
+            except BaseException:
+                _stop_base(base)
+                raise
+            if self._isolation == "strict" and hello.get("isolation") != "namespace":
+                _stop_base(base)
+                self._missing = f"required isolation missing: {hello.get('detail', hello)}"
+                raise IsolationMissing(self._missing)
+            if hello.get("pidns"):  # its pids are its namespace's; it is our child's child
+                kids = contain.children(proc.pid)
+                if len(kids) != 1:
+                    _stop_base(base)
+                    raise ZygoteError("the verifier zygote's namespace has no single init")
+                base[0].pidns, base[0].tree, base[0].ns_pid = True, kids[0], 1
+            self._base = base
+            return self._base[0]
+
+    def shutdown(self) -> None:
+        """Stop every zygote it started (also at exit; a forked child leaves them alone)."""
+        if self._owner != os.getpid():
+            return
+        with self._lock:
+            modules = list(self._modules.values())
+            self._modules.clear()
+            base, self._base = self._base, None
+        for zygote in modules:
+            zygote.control.close()
+        if base is not None:
+            _stop_base(base)
+        with suppress(Exception):  # at exit or unconfigure: a cell left is a warning, not a crash
+            self._cells.close()
+
+    def _forget_in_child(self) -> None:
+        """A fork of the owner (a test forking the pytest process) drops its zygotes:
+        they are the parent's, never stopped from here."""
+        self._owner = os.getpid()
+        self._lock = threading.Lock()
+        self._key_locks.clear()
+        for zygote in self._modules.values():
+            with suppress(OSError):
+                zygote.control.sock.close()
+        if self._base is not None:
+            with suppress(OSError):
+                self._base[0].sock.close()
+        self._base = None
+        self._modules.clear()
+        self._cells.pop_all()
+
+    def _start_module(
+        self,
+        module: str,
+        file: str | None,
+        sys_path: Sequence[str],
+        cwd: str,
+        root: str,
+        deadline: float,
+        oneshot: bool,
+        capture_limit: int,
+    ) -> ModuleZygote | ImportFailure:
+        """Ask the base zygote for a module zygote and wait (until ``deadline``, monotonic)
+        for its import. Raises ZygoteError when no zygote could be had."""
+        base = self._base_control()
+        prefix = bytecode.cache_prefix()
+        pycache = os.fspath(prefix) if prefix is not None else None
+        out_r, out_w = os.pipe()
+        try:
+            answer, fds = base.request(
+                {
+                    "op": "zygote",
+                    "module": module,
+                    "file": file,
+                    "sys_path": list(sys_path),
+                    "cwd": cwd,
+                    "root": root,
+                    "pycache": pycache,
+                    "oneshot": oneshot,
+                    "deadline": time.time() + max(0.0, deadline - time.monotonic()),
+                },
+                [out_w],
+            )
+        except BaseException:
+            os.close(out_r)
+            raise
+        finally:
+            os.close(out_w)
+        if len(fds) != 1 or not isinstance(answer.get("pid"), int):
+            os.close(out_r)
+            for fd in fds:
+                os.close(fd)
+            raise ZygoteError(f"unexpected answer from the verifier zygote: {answer}")
+        try:
+            host = base.host_pid(int(answer["pid"]))
+        except ZygoteError:
+            os.close(out_r)
+            os.close(fds[0])
+            raise
+        control = Control(socket.socket(fileno=fds[0]), host, base)
+        control.pidns, control.ns_pid = base.pidns, int(answer["pid"])
+        capture = Capture(capture_limit)
+        try:
+            ready = _wait_ready(control, out_r, capture, deadline)
+        except BaseException:
+            _discard(control)
+            raise
+        finally:
+            os.close(out_r)
+        output = capture.text()
+        if ready is None:
+            _discard(control)
+            return ImportFailure(
+                "timeout",
+                f"the verifier's module {module!r} was still importing at the deadline; its "
+                "process was killed"
+                + (f"\nits output and stack:\n{output[-3000:]}" if output else ""),
+                output,
+            )
+        if not ready.get("ready"):
+            _discard(control)
+            mode = str(ready.get("mode", "error"))
+            if mode not in ("error", "panic", "unavailable"):
+                mode = "error"
+            return ImportFailure(mode, str(ready.get("detail", "")), output)
+        return ModuleZygote(control, oneshot or int(ready.get("threads", 1)) > 1, output, pycache)
+
+    def module_zygote(
+        self,
+        module: str,
+        file: str | None,
+        sys_path: Sequence[str],
+        cwd: str,
+        root: str,
+        deadline: float,
+        capture_limit: int,
+    ) -> ModuleZygote | ImportFailure:
+        """The zygote to fork this call's child from (see the module docstring)."""
+        key = _key(module, file, sys_path, cwd, root)
+        with self._lock:
+            if key in self._threaded:
+                threaded = True
+            else:
+                threaded = False
+                found = self._modules.get(key)
+                if found is not None and not found.control.broken:
+                    self._modules[key] = self._modules.pop(key)  # most recently used last
+                    return found
+                key_lock = self._key_locks.setdefault(key, threading.Lock())
+        if threaded:
+            return self._start_module(
+                module, file, sys_path, cwd, root, deadline, True, capture_limit
+            )
+        with key_lock:
+            with self._lock:
+                found = self._modules.get(key)
             if found is not None and not found.control.broken:
-                _modules[key] = _modules.pop(key)  # most recently used last
                 return found
-            key_lock = _key_locks.setdefault(key, threading.Lock())
-    if threaded:
-        return _start_module(module, file, sys_path, cwd, root, deadline, True, capture_limit)
-    with key_lock:
-        with _lock:
-            found = _modules.get(key)
-        if found is not None and not found.control.broken:
-            return found
-        made = _start_module(module, file, sys_path, cwd, root, deadline, False, capture_limit)
-        if isinstance(made, ImportFailure):
+            made = self._start_module(
+                module, file, sys_path, cwd, root, deadline, False, capture_limit
+            )
+            if isinstance(made, ImportFailure):
+                return made
+            if made.oneshot:  # its import left threads: this one serves this call only
+                with self._lock:
+                    self._threaded.add(key)
+                return made
+            with self._lock:
+                self._modules[key] = made
+                evicted = []
+                while len(self._modules) > MAX_MODULE_ZYGOTES:
+                    evicted.append(self._modules.pop(next(iter(self._modules))))
+            for old in evicted:
+                _discard(old.control)
             return made
-        if made.oneshot:  # its import left threads: this one serves this call only
-            with _lock:
-                _threaded.add(key)
-            return made
-        with _lock:
-            _modules[key] = made
-            evicted = []
-            while len(_modules) > MAX_MODULE_ZYGOTES:
-                evicted.append(_modules.pop(next(iter(_modules))))
-        for old in evicted:
-            _discard(old.control)
-        return made
+
+    def forget(self, zygote: ModuleZygote) -> None:
+        """Drop a module zygote that stopped answering (the next call starts a new one)."""
+        with self._lock:
+            for key, value in list(self._modules.items()):
+                if value is zygote:
+                    del self._modules[key]
+        _discard(zygote.control)
+
+    def zygote_pids(self) -> list[int]:
+        """The zygotes running now (for tests and diagnostics)."""
+        with self._lock:
+            pids = [z.control.pid for z in self._modules.values()]
+            if self._base is not None:
+                pids.append(self._base[0].pid)
+        return pids
 
 
-def forget(zygote: ModuleZygote) -> None:
-    """Drop a module zygote that stopped answering (the next call starts a new one)."""
-    with _lock:
-        for key, value in list(_modules.items()):
-            if value is zygote:
-                del _modules[key]
-    _discard(zygote.control)
+# Every live host: at exit each stops its zygotes, and a fork of the owner forgets them.
+_HOSTS: weakref.WeakSet[ZygoteHost] = weakref.WeakSet()
+_default: list[ZygoteHost] = []  # the host of library calls outside a session, made once
 
 
-def zygote_pids() -> list[int]:
-    """The zygotes running now (for tests and diagnostics)."""
-    with _lock:
-        pids = [z.control.pid for z in _modules.values()]
-        if _base is not None:
-            pids.append(_base[0].pid)
-    return pids
+def default_host() -> ZygoteHost:
+    """The process's host for calls that bring none (library use, not a session)."""
+    if not _default:
+        _default.append(ZygoteHost())
+    return _default[0]
+
+
+def all_zygote_pids() -> list[int]:
+    """The zygotes every live host of this process runs now (tests and diagnostics)."""
+    return [pid for host in list(_HOSTS) for pid in host.zygote_pids()]
+
+
+def _shutdown_all() -> None:
+    for host in list(_HOSTS):
+        host.shutdown()
+
+
+def _forget_all_in_child() -> None:
+    for host in list(_HOSTS):
+        host._forget_in_child()
+
+
+atexit.register(_shutdown_all)
+os.register_at_fork(after_in_child=_forget_all_in_child)
