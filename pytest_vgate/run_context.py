@@ -21,6 +21,7 @@ from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Verdict
 
 if TYPE_CHECKING:
+    from pytest_vgate.process.contain import Pool
     from pytest_vgate.verifiers.spawner import ZygoteHost
 
 
@@ -49,6 +50,8 @@ class RunContext:
     cells: CellPool | None = None
     # The session's verifier zygotes (SessionState.zygotes); None: the process's default.
     zygotes: ZygoteHost | None = None
+    # The session's shepherds (SessionState.shepherds); None: the process's default pool.
+    shepherds: Pool | None = None
 
 
 def gate_timeout(gate: Gate, ctx: RunContext) -> float:

@@ -187,6 +187,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             timeout=timeout,
             capture_limit=ctx.capture_limit,
             isolation=ctx.isolation,
+            shepherds=ctx.shepherds,
         )
         if probe is not None and not isinstance(probe, Measured):
             measured = probe.collect()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_vgate.cell import CellPool
+from pytest_vgate.process.contain import Pool
 from pytest_vgate.verifiers.spawner import ZygoteHost
 
 
@@ -25,6 +26,7 @@ class SessionState:
 
     cells: CellPool = field(default_factory=CellPool)
     zygotes: ZygoteHost = field(default_factory=ZygoteHost)
+    shepherds: Pool = field(default_factory=Pool)
     closed: bool = False
 
     @classmethod
@@ -42,5 +44,6 @@ class SessionState:
 
         self.cells.close()
         self.zygotes.shutdown()
-        contain.POOL.close()
+        self.shepherds.close()
+        contain.POOL.close()  # the default pool's idle shepherds: tools a verifier ran
         forget_folders()

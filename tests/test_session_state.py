@@ -8,6 +8,7 @@ the interpreter's exit handlers have not run yet.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -159,3 +160,42 @@ def test_close_removes_only_what_the_session_made(tmp_path: Path) -> None:
         pass
     state.close()
     assert [p.name for p in tmp_path.iterdir()] == ["vgate-not-ours"]
+
+
+def test_close_stops_the_sessions_own_shepherds_and_zygotes(tmp_path: Path) -> None:
+    """The shepherd a session's check ran under and its verifier zygotes are the
+    session's objects: closing the session ends those processes, and no other host's."""
+    from pytest_vgate.process import pid_alive, run_process
+    from pytest_vgate.verifiers import VerifierTarget, call_verifier
+
+    state = SessionState.open("auto")
+    result = run_process(
+        [sys.executable, "-c", "pass"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout=60,
+        shepherds=state.shepherds,
+    )
+    assert result.exit_code == 0, result
+    shepherd = state.shepherds.take()
+    if shepherd is None:
+        pytest.skip("no shepherd on this platform")
+    state.shepherds.give_back(shepherd)
+    (tmp_path / "vmod.py").write_text("def ok():\n    return True\n")
+    answer = call_verifier(
+        VerifierTarget("vmod", "ok", str(tmp_path / "vmod.py")),
+        root=tmp_path,
+        timeout=60,
+        zygotes=state.zygotes,
+    )
+    assert answer.mode.value == "pass", answer
+    zygotes = state.zygotes.zygote_pids()
+    assert zygotes, "the call did not run through the session's zygotes"
+    assert all(pid_alive(pid) for pid in zygotes)
+    state.close()
+    end = time.monotonic() + 15
+    gone = [shepherd.proc.pid, *zygotes]
+    while any(pid_alive(pid) for pid in gone) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not [pid for pid in gone if pid_alive(pid)], "a process of the session outlived it"
+    assert state.zygotes.zygote_pids() == []

@@ -108,6 +108,7 @@ class GateItem(VgateItem):
             isolation=res.settings.isolation,
             cells=session_state(self.config).cells,
             zygotes=session_state(self.config).zygotes,
+            shepherds=session_state(self.config).shepherds,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
@@ -149,6 +150,7 @@ class VerifierItem(VgateItem):
             sys_path=sys_path,
             cells=session_state(self.config).cells,
             zygotes=session_state(self.config).zygotes,
+            shepherds=session_state(self.config).shepherds,
         )
         gate = Gate(
             id=self.name,

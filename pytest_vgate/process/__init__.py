@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.defaults import DEFAULT_ISOLATION, ISOLATION_CHOICES
 from pytest_vgate.process.result import (
@@ -43,6 +43,9 @@ from pytest_vgate.process.result import KILL_GRACE as KILL_GRACE
 from pytest_vgate.process.result import Capture as Capture
 from pytest_vgate.process.result import ProcessResult as ProcessResult
 from pytest_vgate.process.result import drain as drain
+
+if TYPE_CHECKING:
+    from pytest_vgate.process.contain import Pool
 
 POLL_INTERVAL = 0.05  # longest exit polling period where pidfd_open is unavailable
 _USE_PIDFD = hasattr(os, "pidfd_open")  # tests switch it off to exercise the polling path
@@ -130,13 +133,15 @@ def run_process(
     capture_limit: int = DEFAULT_CAPTURE_LIMIT,
     on_start: Callable[[int], None] | None = None,
     isolation: str | None = None,
+    shepherds: Pool | None = None,
 ) -> ProcessResult:
     """Run argv without a shell and never raise for anything the process does.
 
     ``isolation`` (default ``DEFAULT_ISOLATION``): ``auto`` contains the run as well as
     the platform allows (see ``contain.py``), ``strict`` requires a private PID
     namespace and otherwise returns a spawn failure with ``spawn_target="isolation"``,
-    ``off`` uses a process group only.
+    ``off`` uses a process group only. ``shepherds``: the session's pool of shepherds
+    (``SessionState.shepherds``); without one, the process's default pool.
 
     ``on_start(pid)`` is told the new process group before we wait on it, so a caller
     that may itself be killed (a verifier process) can have the group killed for it.
@@ -161,18 +166,19 @@ def run_process(
     if level != "off":
         from pytest_vgate.process import contain
 
-        shepherd = contain.POOL.take()
+        pool = shepherds if shepherds is not None else contain.POOL
+        shepherd = pool.take()
         if level == "strict" and (shepherd is None or shepherd.level != "namespace"):
-            why = shepherd.detail if shepherd is not None else contain.POOL.failure("namespace")
+            why = shepherd.detail if shepherd is not None else pool.failure("namespace")
             if shepherd is not None:
-                contain.POOL.give_back(shepherd)
+                pool.give_back(shepherd)
             msg = f"required isolation missing: no private PID namespace here ({why})"
             return spawn_failure(args, start, msg, None, "isolation")
         if shepherd is not None:
             from pytest_vgate.process.shepherded import run_shepherded
 
             return run_shepherded(
-                shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start
+                pool, shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start
             )
     try:
         proc = subprocess.Popen(

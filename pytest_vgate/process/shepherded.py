@@ -10,7 +10,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 
-from pytest_vgate.process.contain import POOL, Shepherd, ShepherdError
+from pytest_vgate.process.contain import Pool, Shepherd, ShepherdError
 from pytest_vgate.process.result import (
     ABANDON_AFTER,
     DRAIN_GRACE,
@@ -24,6 +24,7 @@ from pytest_vgate.process.result import (
 
 
 def run_shepherded(
+    pool: Pool,
     shepherd: Shepherd,
     args: tuple[str, ...],
     cwd: str,
@@ -73,7 +74,7 @@ def run_shepherded(
         os.close(out_r)
         os.close(err_r)
         if finished:
-            POOL.give_back(shepherd)
+            pool.give_back(shepherd)
         else:  # KeyboardInterrupt (or SIGTERM made one), a bug of ours: stop everything
             shepherd.signal(signal.SIGKILL)
             shepherd.discard()
