@@ -1,14 +1,26 @@
-"""What a check executed: coverage.py around every Python process a check starts.
+"""What a check executed, in every Python process a check starts.
 
 Core, no pytest. The runner asks ``start`` for a probe before it spawns a check and
 ``Probe.collect`` after the check ended. The probe puts a private bootstrap folder on the
-check's ``PYTHONPATH``: its ``sitecustomize`` starts coverage.py in every Python process
-of the check (``python -m pytest``, scripts, ``pytest.main``, subprocesses: they inherit
-the environment), with ``COVERAGE_PROCESS_START`` naming a generated rc file. Each
-process writes a parallel data file into the run's folder, plus a start and a finish
-marker, so "ran Python but executed none of the tree" is told apart from "nothing could
-be measured" (no process started coverage: ``unmeasured``). ``COVERAGE_*`` and pytest-cov's
-``COV_CORE_*`` variables of the caller never reach a measured check: the two never mix.
+check's ``PYTHONPATH``: its ``sitecustomize`` starts measuring in every Python process of
+the check (``python -m pytest``, scripts, ``pytest.main``, subprocesses: they inherit the
+environment). Each process writes its data into the run's folder, plus a start and a
+finish marker, so "ran Python but executed none of the tree" is told apart from "nothing
+could be measured" (no process started measuring: ``unmeasured``).
+
+Two engines answer the same question ("which of these lines ran, and was this file
+executed at all"):
+
+- coverage.py, with ``COVERAGE_PROCESS_START`` naming a generated rc file: on Python
+  3.12+ (its ``sys.monitoring`` core), for a spec of folders (``include_for``), for a
+  process whose main script is a changed file, and wherever the other cannot run;
+- on CPython 3.8-3.11, for a spec of exact files and lines (``MeasureSpec.lines``, what
+  the judgment of a change needs): one-shot probes compiled into those files
+  (pytest_vgate/measure_lines.py), because any trace hook slows every line of every file
+  there, recorded or not.
+
+``COVERAGE_*`` and pytest-cov's ``COV_CORE_*`` variables of the caller never reach a
+measured check: the two never mix.
 """
 
 from __future__ import annotations
@@ -22,16 +34,21 @@ from pathlib import Path
 from typing import Any
 
 DIR_ENV = "PYTEST_VGATE_COVERAGE_DIR"
+RC_ENV = "PYTEST_VGATE_COVERAGE_RC"  # the rc file, when the bootstrap picks coverage.py
 MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
 FOREIGN_PREFIXES = ("COVERAGE_", "COV_CORE_")
 RUN_DIRNAME = "vgate-coverage"
 PATCH_MIN = (7, 10)  # coverage.py's `[run] patch` (saving data at os._exit)
+LINES_MODULE = "_vgate_lines"  # pytest_vgate/measure_lines.py, as the bootstrap imports it
+LINES_PREFIX = "lines."  # the probes' data files
 
 # Written into the run's folder; runs inside the check's own interpreter, so it may use
 # only the standard library until coverage is imported.
-BOOTSTRAP = r'''"""pytest-vgate: measure this process with coverage.py (pytest_vgate/measure.py)."""
+BOOTSTRAP = r'''"""pytest-vgate: measure this process (pytest_vgate/measure.py)."""
 import os
 import sys
+
+TARGETS = @TARGETS@  # None, or {real path: [changed lines]} for the probes
 
 
 def _vgate_start():
@@ -39,6 +56,8 @@ def _vgate_start():
     if not folder or not os.path.isdir(folder):
         return
     token = "%d.%s" % (os.getpid(), os.urandom(4).hex())
+    if _probes_fit() and _start_probes(folder, token):
+        return
     try:
         import coverage
     except ImportError:
@@ -59,6 +78,9 @@ def _vgate_start():
     import atexit
 
     atexit.register(_mark, folder, "finished." + token, "")  # runs after coverage saved
+    rc = os.environ.get("PYTEST_VGATE_COVERAGE_RC")
+    if rc:  # for this process only: coverage's own .pth must not start it in the others
+        os.environ["COVERAGE_PROCESS_START"] = rc
     try:
         coverage.process_startup()
     # This process's boundary (boundary.py): a broken start is "not measured", never a
@@ -66,10 +88,48 @@ def _vgate_start():
     except Exception as exc:  # noqa: BLE001
         _mark(folder, "failed." + token, "%s: %s" % (type(exc).__name__, exc))
         return
+    finally:
+        if rc:
+            os.environ.pop("COVERAGE_PROCESS_START", None)
     if getattr(coverage.process_startup, "coverage", None) is None:
         _mark(folder, "failed." + token, "coverage.process_startup() did not start")
         return
     _mark(folder, "started." + token, sys.executable)
+
+
+def _probes_fit():
+    if TARGETS is None or sys.implementation.name != "cpython":
+        return False
+    if not (3, 8) <= tuple(sys.version_info[:2]) < (3, 12):
+        return False  # 3.12+: coverage.py's sys.monitoring core is cheap
+    script = sys.argv[0] if sys.argv else ""
+    # `python changed.py` is compiled by the interpreter before any hook: coverage.py.
+    return not (
+        script not in ("", "-c", "-m", "-")
+        and os.path.isfile(script)
+        and os.path.realpath(script) in TARGETS
+    )
+
+
+def _start_probes(folder, token):
+    try:
+        import _vgate_lines
+
+        _vgate_lines.install(folder, token, TARGETS)
+    except Exception:
+        return False  # coverage.py measures this process instead
+    import atexit
+
+    atexit.register(_mark, folder, "finished." + token, "")
+    real_exit = os._exit
+
+    def _exit(code):
+        _mark(folder, "finished." + token, "")
+        real_exit(code)
+
+    os._exit = _exit
+    _mark(folder, "started." + token, "probes " + sys.executable)
+    return True
 
 
 def _mark(folder, name, text):
@@ -113,12 +173,28 @@ class MeasureSpec:
 
     Files below a ``site-packages`` folder are never recorded, even inside an included
     folder (a virtual environment kept in the repository).
+
+    ``lines``: the exact files (real paths) and the lines asked about, when that is all
+    the caller needs; a measured file then reports at least which of those lines ran
+    (the probes report nothing else), and an executed file with none of them appears with
+    no lines. ``engine`` ``"coverage"`` keeps coverage.py for every process.
     """
 
     include: tuple[str, ...]
+    lines: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    engine: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"include": list(self.include)}
+        out: dict[str, Any] = {"include": list(self.include)}
+        if self.lines is not None:
+            out["lines"] = {path: list(lines) for path, lines in self.lines}
+        return out
+
+    def probe_targets(self) -> dict[str, list[int]] | None:
+        """What the probes watch (real path -> lines), or None: coverage.py only."""
+        if self.lines is None or self.engine == "coverage":
+            return None
+        return {path: sorted(lines) for path, lines in sorted(self.lines)}
 
 
 @dataclass(frozen=True)
@@ -168,16 +244,17 @@ def _rc_text(spec: MeasureSpec, data: Path, version: tuple[int, ...]) -> str:
 class Probe:
     """The measuring of one run; ``env`` is what the check must be started with."""
 
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+    def __init__(self, folder: Path, env: dict[str, str], targets: Sequence[str] = ()) -> None:
         self.folder = folder
         self.env = env
+        self.targets = targets  # the probes' files, in the order of their indexes
 
     def collect(self) -> Measured:
         """Read and combine every data file strictly, then remove the run's folder."""
         from pytest_vgate.cell import remove_tree
 
         try:
-            return _read(self.folder / "data")
+            return _read(self.folder / "data", tuple(self.targets))
         finally:
             remove_tree(self.folder)
 
@@ -194,23 +271,30 @@ def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe | Meas
     for path in (folder, boot, data):
         path.mkdir(mode=0o700)
     home = os.path.dirname(os.path.dirname(os.path.abspath(coverage.__file__)))
+    targets = spec.probe_targets()
     text = (
         BOOTSTRAP.replace("@MAJOR@", str(sys.version_info[0]))
         .replace("@MINOR@", str(sys.version_info[1]))
         .replace("@COVERAGE_HOME@", repr(home))
+        .replace("@TARGETS@", repr(targets))
     )
     (boot / "sitecustomize.py").write_text(text, encoding="utf-8")
+    if targets is not None:
+        lines_source = Path(__file__).with_name("measure_lines.py").read_text(encoding="utf-8")
+        (boot / f"{LINES_MODULE}.py").write_text(lines_source, encoding="utf-8")
     rc = folder / "coveragerc"
     rc.write_text(_rc_text(spec, data, version), encoding="utf-8")
     new = strip_foreign(env)
     given = new.get("PYTHONPATH")
     new["PYTHONPATH"] = os.pathsep.join([str(boot), *([given] if given else [])])
-    new["COVERAGE_PROCESS_START"] = str(rc)
+    # With probes, coverage.py starts only where the bootstrap picks it: its .pth file
+    # (coverage 7.7+) would start it in every process that sees COVERAGE_PROCESS_START.
+    new[RC_ENV if targets is not None else "COVERAGE_PROCESS_START"] = str(rc)
     new[DIR_ENV] = str(data)
-    return Probe(folder, new)
+    return Probe(folder, new, list(targets or ()))
 
 
-def _read(data: Path) -> Measured:
+def _read(data: Path, targets: Sequence[str] = ()) -> Measured:
     try:
         names = sorted(os.listdir(data))
     except OSError as exc:
@@ -219,7 +303,7 @@ def _read(data: Path) -> Measured:
     finished = {n.split(".", 1)[1] for n in names if n.startswith("finished.")}
     failed = [n for n in names if n.startswith("failed.")]
     if not started:
-        why = "no Python process of the check started coverage.py"
+        why = "no Python process of the check was measured"
         if failed:
             why += f" ({_first_text(data / failed[0])})"
         return Measured(False, reason=why)
@@ -239,6 +323,11 @@ def _read(data: Path) -> Measured:
 
     files: dict[str, set[int]] = {}
     for name in names:
+        if name.startswith(LINES_PREFIX):
+            problem = _read_lines(data / name, targets, files)
+            if problem:
+                return Measured(False, reason=f"unreadable probe data {name}: {problem}")
+            continue
         if not name.startswith(".coverage"):
             continue
         try:
@@ -255,6 +344,31 @@ def _read(data: Path) -> Measured:
         processes=len(tokens),
         unfinished=len(tokens) - len(done),
     )
+
+
+def _read_lines(path: Path, targets: Sequence[str], files: dict[str, set[int]]) -> str:
+    """Add a probes' data file (``f INDEX`` / ``l INDEX LINE`` lines) to ``files``; what is
+    wrong with it, or "". Strict, as for coverage's data: a line that does not parse means
+    we do not know what ran."""
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        return str(exc)
+    for row in text.splitlines():
+        parts = row.split(" ")
+        try:
+            if any(p.startswith("-") for p in parts[1:]):
+                raise ValueError(row)
+            if parts[0] == "f" and len(parts) == 2:
+                files.setdefault(targets[int(parts[1])], set())
+                continue
+            if parts[0] == "l" and len(parts) == 3:
+                files.setdefault(targets[int(parts[1])], set()).add(int(parts[2]))
+                continue
+        except (ValueError, IndexError):
+            pass
+        return f"bad record {row[:80]!r}"
+    return ""
 
 
 def _first_text(path: Path) -> str:
