@@ -5,10 +5,14 @@ clone of https://github.com/more-itertools/more-itertools) at commit 0e6acdf ("R
 clear ValueError for negative n in chunked()"), with ``--vgate-base`` its parent. The gates
 run the library's own tests (the fix's test, a test class, the whole of test_more.py and
 test_recipes.py, pytest and unittest). Both sides run the same session, ``--vgate-base``
-included; only ``--vgate-coverage`` differs. Rounds alternate on/off.
+included; only ``--vgate-coverage`` differs. Rounds alternate on/off. ``--with-tracer``
+adds a third subject: coverage on, measured with coverage.py's tracer in every process
+(the engine before the probes of pytest_vgate/measure_lines.py; on Python 3.12+ both are
+coverage.py).
 
     python bench/coverage_cost.py --library ~/src/more-itertools
     python bench/coverage_cost.py --library ~/src/more-itertools --quick
+    python bench/coverage_cost.py --library ~/src/more-itertools --with-tracer
 """
 
 from __future__ import annotations
@@ -36,6 +40,20 @@ from _common import (
 
 FIX = "0e6acdf9b60765ecf9634d6f5c132ac1bebc616b"
 LEAN = '{set: {PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}'
+TRACER_PLUGIN = '''"""Bench only: measure with coverage.py in every process (no probes)."""
+import dataclasses
+
+from pytest_vgate import outcome
+
+_measure_change = outcome.measure_change
+
+
+def _coverage_only(change):
+    return dataclasses.replace(_measure_change(change), engine="coverage")
+
+
+outcome.measure_change = _coverage_only
+'''
 
 
 def gates(python: str) -> str:
@@ -74,6 +92,9 @@ gates:
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], rounds=3)
     parser.add_argument("--library", type=Path, required=True, help="a more-itertools clone")
+    parser.add_argument(
+        "--with-tracer", action="store_true", help="also time coverage.py's tracer everywhere"
+    )
     args = parser.parse_args()
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
     header(f"coverage cost: more-itertools gates with --vgate-base, on vs off, {rounds} rounds")
@@ -84,40 +105,47 @@ def main() -> None:
         )
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", FIX], check=True)
         (repo / "gates.yaml").write_text(gates(sys.executable))
+        (base / "plugins").mkdir()
+        (base / "plugins" / "vgate_tracer_engine.py").write_text(TRACER_PLUGIN)
         env = clean_env()
 
-        def session(mode: str) -> Run:
+        def session(mode: str, tracer: bool = False) -> Run:
             shutil.rmtree(repo / ".vgate", ignore_errors=True)
             argv = pytest_argv(
                 "-p", "no:cacheprovider", "-q", "gates.yaml", "--vgate", "gates.yaml",
                 "--vgate-base", "HEAD~1", "--vgate-coverage", mode,
+                *(("-p", "vgate_tracer_engine") if tracer else ()),
             )  # fmt: skip
+            run_env = {**env, "PYTHONPATH": str(base / "plugins")} if tracer else env
             # test-more is never-red on the base (the fix's own test aside, it passes
             # there): the session fails by design; the bench times it.
-            return run_child(argv, cwd=repo, env=env).check((0, 1), what=f"coverage {mode}")
+            return run_child(argv, cwd=repo, env=run_env).check((0, 1), what=f"coverage {mode}")
 
-        series = alternate(
-            rounds,
-            [("coverage on", lambda: session("on")), ("coverage off", lambda: session("off"))],
-            verbose=not args.quiet,
-        )
+        subjects = [
+            ("coverage on", lambda: session("on")),
+            ("coverage off", lambda: session("off")),
+        ]
+        if args.with_tracer:
+            subjects.append(("coverage on, tracer", lambda: session("on", tracer=True)))
+        series = alternate(rounds, subjects, verbose=not args.quiet)
         last = run_child(
             pytest_argv("-p", "no:cacheprovider", "-q", "gates.yaml", "--vgate", "gates.yaml",
                         "--vgate-base", "HEAD~1", "-rN"),
             cwd=repo, env=env,
         )  # fmt: skip
     on, off = series["coverage on"], series["coverage off"]
-    rows = [[s.name, s.median, s.spread, s.cpu, s.peak_rss] for s in (on, off)]
+    rows = [[s.name, s.median, s.spread, s.cpu, s.peak_rss] for s in series.values()]
     print()
     print(table(["subject", "median s", "min-max s", "CPU s", "peak RSS MiB"], rows))
     slow = ratio(on.median, off.median)
+    ratios = [[slow, ratio(on.cpu, off.cpu), verdict(slow, 1.5, at_most=True)]]
+    heads = ["on/off wall", "on/off CPU", "on/off <= 1.5"]
+    if args.with_tracer:
+        tracer = series["coverage on, tracer"]
+        ratios[0] += [ratio(tracer.median, off.median), ratio(tracer.cpu, off.cpu)]
+        heads += ["tracer/off wall", "tracer/off CPU"]
     print()
-    print(
-        table(
-            ["on/off wall", "on/off CPU", "on/off <= 1.5"],
-            [[slow, ratio(on.cpu, off.cpu), verdict(slow, 1.5, at_most=True)]],
-        )
-    )
+    print(table(heads, ratios))
     print("\nthe table of the last (coverage on) session:")
     print(last.output)
 

@@ -201,8 +201,9 @@ class MeasureSpec:
 class Measured:
     """What one run executed: ``files`` maps a real path to its executed lines.
 
-    ``measured`` False: no Python process of the check started coverage (a compiled tool,
+    ``measured`` False: no Python process of the check started measuring (a compiled tool,
     a shell pipeline, coverage missing); ``reason`` says why, and ``files`` is empty.
+    ``probed``: how many of the ``processes`` the probes measured (the rest: coverage.py).
     """
 
     measured: bool
@@ -210,6 +211,7 @@ class Measured:
     processes: int = 0
     unfinished: int = 0
     reason: str = ""
+    probed: int = 0
 
 
 def strip_foreign(env: Mapping[str, str]) -> dict[str, str]:
@@ -343,6 +345,7 @@ def _read(data: Path, targets: Sequence[str] = ()) -> Measured:
         files={path: frozenset(lines) for path, lines in files.items()},
         processes=len(tokens),
         unfinished=len(tokens) - len(done),
+        probed=sum(1 for n in started if _first_text(data / n).startswith("probes ")),
     )
 
 

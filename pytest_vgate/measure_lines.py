@@ -43,6 +43,8 @@ import marshal
 import os
 import sys
 import types
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 PROBED_NAME = "_@vgate"  # not an identifier: no name of the program can collide with it
@@ -57,7 +59,8 @@ _targets: dict[str, tuple[int, frozenset[int]]] = {}  # real path -> (index, lin
 _hits: list[list[bool]] = []
 _entered: list[bool] = []
 _real_paths: dict[str, str | None] = {}
-_originals: dict[int, tuple[types.CodeType, types.CodeType]] = {}  # id(probed) -> probed, plain
+# id(probed code) -> (the probed code, its unprobed twin or how to compile it)
+_originals: dict[int, tuple[types.CodeType, types.CodeType | Callable[[], types.CodeType]]] = {}
 _real_compile = builtins.compile
 _real_loads = marshal.loads
 _real_load = marshal.load
@@ -165,7 +168,15 @@ def _probed(
     index, lines = target
     _Prober(index, lines).module(tree)
     code: types.CodeType = _real_compile(tree, filename, "exec", flags, True, optimize, **extra)
-    plain = _real_compile(source, filename, "exec", flags, True, optimize, **extra)
+
+    def plain() -> types.CodeType:  # compiled only if a bytecode cache asks for it
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the probed compile already warned
+            made: types.CodeType = _real_compile(
+                source, filename, "exec", flags, True, optimize, **extra
+            )
+        return made
+
     _originals[id(code)] = (code, plain)  # what a bytecode cache gets instead
     return code
 
@@ -182,10 +193,12 @@ def _swap(obj: object) -> object:
     try:
         with open(obj.co_filename, "rb") as fh:
             source = fh.read()
-        tree: Any = _real_compile(source, obj.co_filename, "exec", ast.PyCF_ONLY_AST, True)
-        index, lines = target
-        _Prober(index, lines).module(tree)
-        code = _real_compile(tree, obj.co_filename, "exec", 0, True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a cached load never warns
+            tree: Any = _real_compile(source, obj.co_filename, "exec", ast.PyCF_ONLY_AST, True)
+            index, lines = target
+            _Prober(index, lines).module(tree)
+            code = _real_compile(tree, obj.co_filename, "exec", 0, True)
     except Exception:  # noqa: BLE001 - never break the check: this file goes unprobed
         return obj
     _originals[id(code)] = (code, obj)
@@ -202,7 +215,13 @@ def _load(file: Any, *args: Any, **kwargs: Any) -> object:
 
 def _plain(value: Any) -> Any:
     pair = _originals.get(id(value))
-    return pair[1] if pair is not None and pair[0] is value else value
+    if pair is None or pair[0] is not value:
+        return value
+    plain = pair[1]
+    if not isinstance(plain, types.CodeType):
+        plain = plain()
+        _originals[id(value)] = (value, plain)
+    return plain
 
 
 def _dumps(value: object, *args: Any, **kwargs: Any) -> bytes:
