@@ -25,6 +25,7 @@ measured check: the two never mix.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import sys
@@ -49,6 +50,7 @@ import os
 import sys
 
 TARGETS = @TARGETS@  # None, or {real path: [changed lines]} for the probes
+LINES_HOME = @LINES_HOME@  # the folder of _vgate_lines.py
 
 
 def _vgate_start():
@@ -112,12 +114,15 @@ def _probes_fit():
 
 
 def _start_probes(folder, token):
+    sys.path.insert(0, LINES_HOME)
     try:
         import _vgate_lines
 
         _vgate_lines.install(folder, token, TARGETS)
     except Exception:
         return False  # coverage.py measures this process instead
+    finally:
+        sys.path.remove(LINES_HOME)
     import atexit
 
     atexit.register(_mark, folder, "finished." + token, "")
@@ -274,16 +279,15 @@ def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe | Meas
         path.mkdir(mode=0o700)
     home = os.path.dirname(os.path.dirname(os.path.abspath(coverage.__file__)))
     targets = spec.probe_targets()
+    lines_home = str(_lines_home(boot)) if targets is not None else None
     text = (
         BOOTSTRAP.replace("@MAJOR@", str(sys.version_info[0]))
         .replace("@MINOR@", str(sys.version_info[1]))
         .replace("@COVERAGE_HOME@", repr(home))
         .replace("@TARGETS@", repr(targets))
+        .replace("@LINES_HOME@", repr(lines_home))
     )
     (boot / "sitecustomize.py").write_text(text, encoding="utf-8")
-    if targets is not None:
-        lines_source = Path(__file__).with_name("measure_lines.py").read_text(encoding="utf-8")
-        (boot / f"{LINES_MODULE}.py").write_text(lines_source, encoding="utf-8")
     rc = folder / "coveragerc"
     rc.write_text(_rc_text(spec, data, version), encoding="utf-8")
     new = strip_foreign(env)
@@ -294,6 +298,29 @@ def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe | Meas
     new[RC_ENV if targets is not None else "COVERAGE_PROCESS_START"] = str(rc)
     new[DIR_ENV] = str(data)
     return Probe(folder, new, list(targets or ()))
+
+
+def _lines_home(boot: Path) -> Path:
+    """A folder holding ``_vgate_lines.py``: one per content next to the bytecode cache,
+    so each Python version compiles it once, not once per process; else ``boot``."""
+    from pytest_vgate import bytecode
+
+    source = Path(__file__).with_name("measure_lines.py").read_bytes()
+    prefix = bytecode.cache_prefix()
+    if prefix is not None:
+        home = prefix.parent / f"probes-{hashlib.sha256(source).hexdigest()[:16]}"
+        path = home / f"{LINES_MODULE}.py"
+        try:
+            if not path.is_file() or path.read_bytes() != source:
+                home.mkdir(mode=0o700, exist_ok=True)
+                scratch = home / f".{LINES_MODULE}.{secrets.token_hex(4)}"
+                scratch.write_bytes(source)
+                os.replace(scratch, path)
+            return home
+        except OSError:
+            pass
+    (boot / f"{LINES_MODULE}.py").write_bytes(source)
+    return boot
 
 
 def _read(data: Path, targets: Sequence[str] = ()) -> Measured:

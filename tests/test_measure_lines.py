@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate import bytecode
-from pytest_vgate.evidence.change import executable_lines
+from pytest_vgate.evidence.change import Change, executable_lines
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, _read
+from pytest_vgate.outcome import measure_change
 from pytest_vgate.runner import RunContext, run_check
 from pytest_vgate.spec import gate_from_mapping
 
@@ -317,3 +318,23 @@ def test_unreadable_probe_data_is_unmeasured_not_empty(tmp_path: Path) -> None:
         measured = _read(tmp_path, ["/src/a.py"])
         assert not measured.measured, bad
         assert "unreadable probe data" in measured.reason
+
+
+def test_a_change_is_measured_on_its_changed_lines_per_side() -> None:
+    """What the plugin asks for: each side's changed lines on each tree, so the probes
+    (not coverage.py) measure a gate's runs."""
+    change = Change(
+        head_top="/head",
+        base_top="/base",
+        head_changed={"a.py": frozenset({3, 4}), "new.py": frozenset({1})},
+        base_changed={"a.py": frozenset({3})},
+        inserted=frozenset(),
+    )
+    spec = measure_change(change)
+    assert spec.probe_targets() == {
+        "/base/a.py": [3],
+        "/head/a.py": [3, 4],
+        "/base/new.py": [],
+        "/head/new.py": [1],
+    }
+    assert set(spec.include) == set(spec.probe_targets() or ())
