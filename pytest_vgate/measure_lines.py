@@ -232,6 +232,14 @@ def _dump(value: object, file: Any, *args: Any, **kwargs: Any) -> None:
     _real_dump(_plain(value), file, *args, **kwargs)
 
 
+def _index(value: int) -> Any:
+    """A subscript's index: wrapped in ``ast.Index`` before Python 3.9."""
+    constant = ast.Constant(value)
+    if sys.version_info < (3, 9):  # noqa: UP036 - runs in the check's Python, 3.8 included
+        return ast.Index(value=constant)  # type: ignore[call-arg,unused-ignore]
+    return constant
+
+
 def _is_docstring(node: ast.stmt) -> bool:
     return (
         isinstance(node, ast.Expr)
@@ -264,7 +272,7 @@ class _Prober:
     def _stmt(self, line: int, where: ast.AST) -> ast.stmt:
         """``if not H[line]: hit(index, line)``."""
         self.done.add(line)
-        seen = ast.Subscript(value=self._name(self.hits, where), slice=ast.Constant(line))
+        seen = ast.Subscript(value=self._name(self.hits, where), slice=_index(line))
         seen.ctx = ast.Load()
         test = ast.UnaryOp(op=ast.Not(), operand=seen)
         probe = ast.If(test=test, body=[ast.Expr(self._call(line, where))], orelse=[])
@@ -274,7 +282,7 @@ class _Prober:
         """``(hit(index, line), expr)[1]``: the probe runs first, then the expression."""
         self.done.add(line)
         pair = ast.Tuple(elts=[self._call(line, expr), expr], ctx=ast.Load())
-        picked = ast.Subscript(value=pair, slice=ast.Constant(1), ctx=ast.Load())
+        picked = ast.Subscript(value=pair, slice=_index(1), ctx=ast.Load())
         return ast.fix_missing_locations(ast.copy_location(picked, expr))
 
     def module(self, tree: ast.Module) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -338,3 +340,32 @@ def test_a_change_is_measured_on_its_changed_lines_per_side() -> None:
         "/head/new.py": [1],
     }
     assert set(spec.include) == set(spec.probe_targets() or ())
+
+
+def _other_python(minor: int) -> str | None:
+    """A python3.MINOR on PATH or in pyenv's versions (whose shims may not select it)."""
+    if sys.version_info[:2] == (3, minor):
+        return None
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates = [shutil.which(f"python3.{minor}")]
+    candidates += sorted(Path(root).glob(f"versions/3.{minor}.*/bin/python3.{minor}"))
+    for found in filter(None, candidates):
+        probe = subprocess.run([found, "-c", "pass"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return str(found)
+    return None
+
+
+@pytest.mark.parametrize("minor", [8, 9, 10])
+def test_the_probes_measure_an_older_cpython_in_the_check(project: Path, minor: int) -> None:
+    """The check's own interpreter runs the probes, whatever pytest-vgate runs on."""
+    python = _other_python(minor)
+    if python is None:
+        pytest.skip(f"no python3.{minor} here")
+    check = f"{shlex.quote(python)} -c {shlex.quote(CALLS)}"
+    measured = run(project, check, ["pkg/mod.py"])
+    assert measured.measured and measured.probed == 1, measured.reason
+    assert tags(project, measured) == {
+        "import-time", "decorator", "class-body", "inner", "lambda", "comprehension",
+        "method", "multiline", "except", "except-body",
+    }  # fmt: skip
