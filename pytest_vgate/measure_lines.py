@@ -135,7 +135,10 @@ def _compile(
     **extra: Any,
 ) -> Any:
     if not dont_inherit:  # what the real compile would inherit from its caller
-        flags |= sys._getframe(1).f_code.co_flags & FUTURE_FLAGS
+        try:  # noqa: SIM105 - the cheapest form, on every compile() call
+            flags |= sys._getframe(1).f_code.co_flags & FUTURE_FLAGS
+        except ValueError:  # called with no Python frame: nothing to inherit
+            pass
     target = None
     if mode == "exec" and not flags & ast.PyCF_ONLY_AST:
         target = _target(filename)
