@@ -119,8 +119,8 @@ def _start_probes(folder, token):
         import _vgate_lines
 
         _vgate_lines.install(folder, token, TARGETS)
-    except Exception:
-        return False  # coverage.py measures this process instead
+    except Exception:  # probes that cannot start: coverage.py measures this process
+        return False
     finally:
         sys.path.remove(LINES_HOME)
     import atexit

@@ -267,7 +267,7 @@ class _Prober:
     def _name(self, name: str, where: ast.AST) -> ast.Name:
         return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), where)
 
-    def _call(self, line: int, where: ast.AST) -> ast.Call:
+    def _hit_call(self, line: int, where: ast.AST) -> ast.Call:
         func = ast.Attribute(value=self._name(PROBED_NAME, where), attr="hit", ctx=ast.Load())
         call = ast.Call(func=func, args=[ast.Constant(self.index), ast.Constant(line)], keywords=[])
         return ast.fix_missing_locations(ast.copy_location(call, where))
@@ -278,13 +278,13 @@ class _Prober:
         seen = ast.Subscript(value=self._name(self.hits, where), slice=_index(line))
         seen.ctx = ast.Load()
         test = ast.UnaryOp(op=ast.Not(), operand=seen)
-        probe = ast.If(test=test, body=[ast.Expr(self._call(line, where))], orelse=[])
+        probe = ast.If(test=test, body=[ast.Expr(self._hit_call(line, where))], orelse=[])
         return ast.fix_missing_locations(ast.copy_location(probe, where))
 
     def _wrap(self, line: int, expr: ast.expr) -> ast.expr:
         """``(hit(index, line), expr)[1]``: the probe runs first, then the expression."""
         self.done.add(line)
-        pair = ast.Tuple(elts=[self._call(line, expr), expr], ctx=ast.Load())
+        pair = ast.Tuple(elts=[self._hit_call(line, expr), expr], ctx=ast.Load())
         picked = ast.Subscript(value=pair, slice=_index(1), ctx=ast.Load())
         return ast.fix_missing_locations(ast.copy_location(picked, expr))
 

@@ -56,6 +56,9 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
     "pytest_vgate.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
+    "pytest_vgate.measure.BOOTSTRAP:_start_probes": "probes that cannot start: coverage.py",
+    "pytest_vgate.measure_lines:_compile": "in the check's process: a file left unprobed",
+    "pytest_vgate.measure_lines:_swap": "in the check's process: a cached file left unprobed",
     "pytest_vgate.origin._PROBE:<module>": "find_spec imports parent packages: user code",
 }
 JUSTIFIED_COUNTS = {

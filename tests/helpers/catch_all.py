@@ -93,7 +93,8 @@ def _script_source(module: str, name: str) -> str:
 
     text = getattr(importlib.import_module(module), name)
     assert isinstance(text, str)
-    for placeholder in ("@MAJOR@", "@MINOR@", "@COVERAGE_HOME@"):  # measure.BOOTSTRAP's
+    placeholders = ("@MAJOR@", "@MINOR@", "@COVERAGE_HOME@", "@TARGETS@", "@LINES_HOME@")
+    for placeholder in placeholders:  # measure.BOOTSTRAP's
         text = text.replace(placeholder, "0")
     return text
 
