@@ -43,16 +43,16 @@ LEAN = '{set: {PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}'
 TRACER_PLUGIN = '''"""Bench only: measure with coverage.py in every process (no probes)."""
 import dataclasses
 
-from pytest_vgate import outcome
+from pytest_vgate import gate_result
 
-_measure_change = outcome.measure_change
+_measure_change = gate_result.measure_change
 
 
 def _coverage_only(change):
     return dataclasses.replace(_measure_change(change), engine="coverage")
 
 
-outcome.measure_change = _coverage_only
+gate_result.measure_change = _coverage_only
 '''
 
 

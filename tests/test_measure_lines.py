@@ -20,8 +20,8 @@ import pytest
 
 from pytest_vgate import bytecode
 from pytest_vgate.evidence.change import Change, executable_lines
+from pytest_vgate.gate_result import measure_change
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, _read
-from pytest_vgate.outcome import measure_change
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping
