@@ -52,7 +52,7 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.invoke:_files_of": "an odd callable's attributes",
     "pytest_vgate.verifiers.invoke:execute": "the verifier's own exception is its answer",
     "pytest_vgate.verifiers.isolation:_Call._serve": "a thread the waiting child needs answered",
-    "pytest_vgate.verifiers.spawner:_stop_base": "stopping goes on whatever one step raised",
+    "pytest_vgate.verifiers.control:stop_base": "stopping goes on whatever one step raised",
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
     "pytest_vgate.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
@@ -63,7 +63,7 @@ JUSTIFIED = {
 }
 JUSTIFIED_COUNTS = {
     "pytest_vgate.verifiers.invoke:execute": 2,
-    "pytest_vgate.verifiers.spawner:_stop_base": 2,
+    "pytest_vgate.verifiers.control:stop_base": 2,
 }
 
 
