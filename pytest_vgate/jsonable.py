@@ -1,0 +1,254 @@
+"""One JSON encoding for the plugin's frozen value types (the ``to_dict``/``from_dict`` pair).
+
+``to_json(obj)`` turns a dataclass into JSON-able primitives (what survives xdist, a pipe or
+the ledger): fields in declaration order, enums by value, tuples as lists, ``Path`` as str,
+nested dataclasses as objects. ``from_json(cls, data)`` is its inverse, driven by the
+field annotations, and strict, because what it reads may come from another process or a
+file someone edited: an unknown key, a missing key of a field without a default, or a
+value of the wrong type raises :class:`JsonShapeError` naming the class and the field.
+A float field may carry ``metadata=rounded(6)``: encoded rounded (durations).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_ROUND = "pytest_vgate.jsonable.round"
+
+
+class JsonShapeError(ValueError):
+    """A JSON value does not have the shape of the type it was decoded into."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+
+
+def rounded(digits: int) -> dict[str, int]:
+    """Field metadata: encode this float rounded to ``digits`` decimals."""
+    return {_ROUND: digits}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    name: str
+    hint: Any
+    required: bool
+    round_to: int | None
+
+
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[_Field, ...]:
+    cached = _FIELDS.get(cls)
+    if cached is None:
+        hints = typing.get_type_hints(cls)
+        cached = tuple(
+            _Field(
+                name=f.name,
+                hint=hints[f.name],
+                required=(
+                    f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                ),
+                round_to=f.metadata.get(_ROUND),
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        )
+        _FIELDS[cls] = cached
+    return cached
+
+
+def to_json(obj: object) -> dict[str, Any]:
+    """The JSON object of a dataclass instance (only JSON-able primitives inside)."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"to_json() takes a dataclass instance, not {type(obj).__name__}")
+    out: dict[str, Any] = {}
+    for f in _fields(type(obj)):
+        value = _encode(getattr(obj, f.name))
+        if f.round_to is not None and isinstance(value, float):
+            value = round(value, f.round_to)
+        out[f.name] = value
+    return out
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value.value if isinstance(value, enum.Enum) else value
+    if isinstance(value, enum.Enum):
+        return _encode(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_json(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"JSON object keys are strings, not {key!r}")
+            out[key] = _encode(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_encode(item) for item in value]
+    raise TypeError(f"{type(value).__name__} is not JSON-able: {value!r}")
+
+
+def from_json(cls: type[T], data: object) -> T:
+    """Rebuild a ``cls`` from its JSON object; :class:`JsonShapeError` if it does not fit."""
+    return typing.cast(T, _decode_dataclass(cls, data, cls.__name__))
+
+
+def _decode_dataclass(cls: type, data: object, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
+    fields = _fields(cls)
+    known = {f.name for f in fields}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {', '.join(known)})")
+    kwargs: dict[str, Any] = {}
+    for f in fields:
+        if f.name not in data:
+            if f.required:
+                raise JsonShapeError(f"{where}.{f.name}", "missing")
+            continue
+        kwargs[f.name] = _decode(f.hint, data[f.name], f"{where}.{f.name}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:  # __post_init__ validation
+        if isinstance(exc, JsonShapeError):
+            raise
+        raise JsonShapeError(where, str(exc)) from exc
+
+
+def _decode(hint: Any, data: object, where: str) -> Any:
+    if hint is Any:
+        return data
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return _decode_union(typing.get_args(hint), data, where)
+    if origin is typing.Literal:
+        if data in typing.get_args(hint) and not isinstance(data, bool):
+            return data
+        raise JsonShapeError(where, f"expected one of {typing.get_args(hint)}, got {data!r}")
+    if origin is not None:
+        return _decode_generic(origin, typing.get_args(hint), data, where)
+    if hint is type(None):
+        if data is None:
+            return None
+        raise JsonShapeError(where, f"expected null, got {_kind(data)}")
+    if isinstance(hint, type):
+        if issubclass(hint, enum.Enum):
+            try:
+                return hint(data)
+            except ValueError:
+                names = ", ".join(repr(m.value) for m in hint)
+                raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
+        if dataclasses.is_dataclass(hint):
+            return _decode_dataclass(hint, data, where)
+        scalar = _SCALARS.get(hint)
+        if scalar is not None:
+            return scalar(data, where)
+    raise TypeError(f"{where}: from_json() cannot decode the type {hint!r}")
+
+
+def _decode_union(arms: Sequence[Any], data: object, where: str) -> Any:
+    if data is None and type(None) in arms:
+        return None
+    errors: list[str] = []
+    for arm in arms:
+        if arm is type(None):
+            continue
+        try:
+            return _decode(arm, data, where)
+        except JsonShapeError as exc:
+            errors.append(str(exc).removeprefix(f"{where}: "))
+    raise JsonShapeError(where, " or ".join(errors) if errors else f"got {_kind(data)}")
+
+
+def _decode_generic(origin: Any, args: tuple[Any, ...], data: object, where: str) -> Any:
+    if origin in (dict, Mapping):
+        if not isinstance(data, Mapping):
+            raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
+        value_hint = args[1] if len(args) == 2 else Any
+        out: dict[str, Any] = {}
+        for key, item in data.items():
+            if not isinstance(key, str):
+                raise JsonShapeError(where, f"object keys are strings, not {key!r}")
+            out[key] = _decode(value_hint, item, f"{where}[{key!r}]")
+        return out
+    if origin in (tuple, list, Sequence):
+        if not isinstance(data, (list, tuple)):
+            raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis) and args:
+            if len(args) != len(data):
+                raise JsonShapeError(where, f"expected {len(args)} items, got {len(data)}")
+            hints: Sequence[Any] = args
+        else:
+            hints = [args[0] if args else Any] * len(data)
+        pairs = enumerate(zip(hints, data, strict=True))
+        items = [_decode(h, item, f"{where}[{i}]") for i, (h, item) in pairs]
+        return items if origin is list else tuple(items)
+    raise TypeError(f"{where}: from_json() cannot decode the type {origin!r}")
+
+
+def _str(data: object, where: str) -> str:
+    if isinstance(data, str):
+        return data
+    raise JsonShapeError(where, f"expected a string, got {_kind(data)}")
+
+
+def _int(data: object, where: str) -> int:
+    if isinstance(data, int) and not isinstance(data, bool):
+        return data
+    raise JsonShapeError(where, f"expected an integer, got {_kind(data)}")
+
+
+def _float(data: object, where: str) -> float:
+    if isinstance(data, (int, float)) and not isinstance(data, bool):
+        return float(data)
+    raise JsonShapeError(where, f"expected a number, got {_kind(data)}")
+
+
+def _bool(data: object, where: str) -> bool:
+    if isinstance(data, bool):
+        return data
+    raise JsonShapeError(where, f"expected true or false, got {_kind(data)}")
+
+
+def _path(data: object, where: str) -> Path:
+    return Path(_str(data, where))
+
+
+_SCALARS: dict[type, Callable[[object, str], Any]] = {
+    str: _str,
+    int: _int,
+    float: _float,
+    bool: _bool,
+    Path: _path,
+}
+
+
+def _kind(data: object) -> str:
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "true" if data else "false"
+    if isinstance(data, (int, float)):
+        return f"the number {data!r}"
+    if isinstance(data, str):
+        return f"the string {data[:40]!r}"
+    if isinstance(data, Mapping):
+        return "an object"
+    if isinstance(data, (list, tuple)):
+        return "an array"
+    return type(data).__name__
