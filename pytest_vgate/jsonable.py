@@ -6,7 +6,10 @@ nested dataclasses as objects. ``from_json(cls, data)`` is its inverse, driven b
 field annotations, and strict, because what it reads may come from another process or a
 file someone edited: an unknown key, a missing key of a field without a default, or a
 value of the wrong type raises :class:`JsonShapeError` naming the class and the field.
-A float field may carry ``metadata=rounded(6)``: encoded rounded (durations).
+A float field may carry ``metadata=rounded(6)``: encoded rounded (durations). A class may
+name read-only attributes in ``__json_head__``/``__json_tail__``: encoded before/after the
+fields (a format version, a derived name for readers) and skipped when decoding.
+:class:`Jsonable` gives a dataclass the ``to_dict``/``from_dict`` pair through these two.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T")
+J = TypeVar("J", bound="Jsonable")
 
 _ROUND = "pytest_vgate.jsonable.round"
 
@@ -48,6 +52,21 @@ class _Field:
 _FIELDS: dict[type, tuple[_Field, ...]] = {}
 
 
+class Jsonable:
+    """Mixin for a frozen dataclass: ``to_dict``/``from_dict`` are :func:`to_json`/
+    :func:`from_json` (so a type's JSON shape is its fields, declared once)."""
+
+    __json_head__: ClassVar[tuple[str, ...]] = ()
+    __json_tail__: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_json(self)
+
+    @classmethod
+    def from_dict(cls: type[J], data: object) -> J:
+        return from_json(cls, data)
+
+
 def _fields(cls: type) -> tuple[_Field, ...]:
     cached = _FIELDS.get(cls)
     if cached is None:
@@ -72,12 +91,15 @@ def to_json(obj: object) -> dict[str, Any]:
     """The JSON object of a dataclass instance (only JSON-able primitives inside)."""
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         raise TypeError(f"to_json() takes a dataclass instance, not {type(obj).__name__}")
-    out: dict[str, Any] = {}
-    for f in _fields(type(obj)):
+    cls = type(obj)
+    out = {name: _encode(getattr(obj, name)) for name in getattr(cls, "__json_head__", ())}
+    for f in _fields(cls):
         value = _encode(getattr(obj, f.name))
         if f.round_to is not None and isinstance(value, float):
             value = round(value, f.round_to)
         out[f.name] = value
+    for name in getattr(cls, "__json_tail__", ()):
+        out[name] = _encode(getattr(obj, name))
     return out
 
 
@@ -111,8 +133,9 @@ def _decode_dataclass(cls: type, data: object, where: str) -> Any:
     if not isinstance(data, Mapping):
         raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
     fields = _fields(cls)
-    known = {f.name for f in fields}
-    unknown = sorted(str(k) for k in data if k not in known)
+    known = [f.name for f in fields]
+    derived = {*getattr(cls, "__json_head__", ()), *getattr(cls, "__json_tail__", ())}
+    unknown = sorted(str(k) for k in data if k not in known and k not in derived)
     if unknown:
         raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {', '.join(known)})")
     kwargs: dict[str, Any] = {}
@@ -155,6 +178,9 @@ def _decode(hint: Any, data: object, where: str) -> Any:
                 raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
         if dataclasses.is_dataclass(hint):
             return _decode_dataclass(hint, data, where)
+        if issubclass(hint, tuple) and hasattr(hint, "_fields"):  # a NamedTuple
+            args = tuple(typing.get_type_hints(hint)[name] for name in hint._fields)
+            return hint(*_decode_generic(tuple, args, data, where))
         scalar = _SCALARS.get(hint)
         if scalar is not None:
             return scalar(data, where)

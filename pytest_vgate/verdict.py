@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_vgate.jsonable import Jsonable, rounded
 from pytest_vgate.strenum import StrEnum
 
 
@@ -94,54 +95,30 @@ SEVERITY: tuple[Mode, ...] = (
 
 
 @dataclass(frozen=True)
-class ToolRecord:
+class ToolRecord(Jsonable):
     """The identity of a tool that a check ran: where it was and what its bytes hashed to."""
 
     id: str
     path: str
     sha256: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "sha256": self.sha256}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolRecord:
-        return cls(id=str(data["id"]), path=str(data["path"]), sha256=str(data["sha256"]))
-
 
 @dataclass(frozen=True)
-class CheckVerdict:
+class CheckVerdict(Jsonable):
     """The result of one verifier inside a fan-out gate."""
 
     name: str
     mode: Mode
     detail: str = ""
-    duration: float = 0.0
+    duration: float = field(default=0.0, metadata=rounded(6))
 
     @property
     def ok(self) -> bool:
         return self.mode is Mode.PASS
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "mode": self.mode.value,
-            "detail": self.detail,
-            "duration": round(self.duration, 6),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CheckVerdict:
-        return cls(
-            name=str(data["name"]),
-            mode=Mode(data["mode"]),
-            detail=str(data.get("detail", "")),
-            duration=float(data.get("duration", 0.0)),
-        )
-
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Jsonable):
     """What one run of one check observed. ``ok`` is true only for mode ``pass``."""
 
     mode: Mode
@@ -153,7 +130,7 @@ class Verdict:
     stderr: str = ""
     stdout_bytes: int = 0
     stderr_bytes: int = 0
-    duration: float = 0.0
+    duration: float = field(default=0.0, metadata=rounded(6))
     errors: tuple[str, ...] = ()
     checks: tuple[CheckVerdict, ...] = ()
     tools: tuple[ToolRecord, ...] = ()
@@ -178,44 +155,6 @@ class Verdict:
         chosen = cause if cause is not None else DEFAULT_CAUSE[mode]
         errors = tuple(fields.pop("errors", ())) or ((detail,) if detail else ())
         return cls(mode=mode, cause=chosen, detail=detail, errors=errors, **fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode.value,
-            "cause": self.cause.value if self.cause else None,
-            "detail": self.detail,
-            "command": list(self.command),
-            "exit_code": self.exit_code,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "stdout_bytes": self.stdout_bytes,
-            "stderr_bytes": self.stderr_bytes,
-            "duration": round(self.duration, 6),
-            "errors": list(self.errors),
-            "checks": [c.to_dict() for c in self.checks],
-            "tools": [t.to_dict() for t in self.tools],
-            "extra": dict(self.extra),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
-        cause = data.get("cause")
-        return cls(
-            mode=Mode(data["mode"]),
-            cause=Cause(cause) if cause else None,
-            detail=str(data.get("detail", "")),
-            command=tuple(data.get("command", ())),
-            exit_code=data.get("exit_code"),
-            stdout=str(data.get("stdout", "")),
-            stderr=str(data.get("stderr", "")),
-            stdout_bytes=int(data.get("stdout_bytes", 0)),
-            stderr_bytes=int(data.get("stderr_bytes", 0)),
-            duration=float(data.get("duration", 0.0)),
-            errors=tuple(data.get("errors", ())),
-            checks=tuple(CheckVerdict.from_dict(c) for c in data.get("checks", ())),
-            tools=tuple(ToolRecord.from_dict(t) for t in data.get("tools", ())),
-            extra=dict(data.get("extra", {})),
-        )
 
 
 def worst_mode(modes: list[Mode] | tuple[Mode, ...]) -> Mode:

@@ -7,13 +7,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_vgate.jsonable import JsonShapeError, from_json, rounded, to_json
+from pytest_vgate.jsonable import Jsonable, JsonShapeError, from_json, rounded, to_json
 
 
 class Color(str, enum.Enum):
@@ -187,3 +187,37 @@ def test_to_json_refuses_what_json_cannot_carry() -> None:
         to_json(Holder({1: "x"}))
     with pytest.raises(TypeError, match="dataclass instance"):
         to_json({"a": 1})
+
+
+class Stat(NamedTuple):
+    dev: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Versioned(Jsonable):
+    __json_head__: ClassVar[tuple[str, ...]] = ("v",)
+    __json_tail__: ClassVar[tuple[str, ...]] = ("label",)
+    v: ClassVar[int] = 3
+
+    name: str
+    stat: Stat | None = None
+
+    @property
+    def label(self) -> str:
+        return f"<{self.name}>"
+
+
+def test_head_and_tail_keys_are_written_around_the_fields_and_skipped_on_reading() -> None:
+    value = Versioned("x", Stat(1, 2))
+    encoded = value.to_dict()
+    assert list(encoded.items()) == [
+        ("v", 3),
+        ("name", "x"),
+        ("stat", [1, 2]),
+        ("label", "<x>"),
+    ]
+    assert Versioned.from_dict(encoded) == value
+    assert Versioned.from_dict({"name": "x"}) == Versioned("x")
+    with pytest.raises(JsonShapeError, match=r"Versioned\.stat\[1\]: expected an integer"):
+        Versioned.from_dict({"name": "x", "stat": [1, "2"]})

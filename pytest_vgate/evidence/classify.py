@@ -8,18 +8,18 @@ never overrides a product or environment failure with a test-quality verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from pytest_vgate.evidence.record import Record, judge_red, parse_time, runs_pytest
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Rbg
 
 
 @dataclass(frozen=True)
-class RbgResult:
+class RbgResult(Jsonable):
     """A gate's red-before-green status and what it does to the gate's verdict.
 
     ``ok`` False with ``mode``/``cause`` set: the gate must fail with these (its check
@@ -33,28 +33,6 @@ class RbgResult:
     mode: Mode | None = None
     cause: Cause | None = None
     red_evidence: Record | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "ok": self.ok,
-            "reason": self.reason,
-            "mode": self.mode.value if self.mode else None,
-            "cause": self.cause.value if self.cause else None,
-            "red_evidence": self.red_evidence.to_dict() if self.red_evidence else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RbgResult:
-        mode, cause, red = data.get("mode"), data.get("cause"), data.get("red_evidence")
-        return cls(
-            status=Rbg(data["status"]),
-            ok=bool(data["ok"]),
-            reason=str(data.get("reason", "")),
-            mode=Mode(mode) if mode else None,
-            cause=Cause(cause) if cause else None,
-            red_evidence=Record.from_dict(red) if red else None,
-        )
 
 
 def _describe(record: Record) -> str:

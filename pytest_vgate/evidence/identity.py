@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
 from pytest_vgate.regular import kind_of, open_regular
 from pytest_vgate.spec import Gate
@@ -96,7 +97,7 @@ def claim_hash(claim: str) -> str:
 
 
 @dataclass(frozen=True)
-class TreeState:
+class TreeState(Jsonable):
     """The tree a check ran on: commit plus a digest of uncommitted changes.
 
     ``dirty`` is "" for a clean tree. Outside git, ``commit`` is None and ``is_git`` False;
@@ -114,27 +115,6 @@ class TreeState:
         if not self.is_git:
             return "nogit"
         return f"git:{self.commit or 'unborn'}:{self.dirty}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "commit": self.commit,
-            "dirty": self.dirty,
-            "label": self.label,
-            "is_git": self.is_git,
-            "repo": self.repo,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any) -> TreeState:
-        commit = data.get("commit")
-        repo = data.get("repo")
-        return cls(
-            commit=str(commit) if commit else None,
-            dirty=str(data.get("dirty", "")),
-            label=str(data.get("label", "")),
-            is_git=bool(data.get("is_git", True)),
-            repo=str(repo) if repo else None,
-        )
 
 
 NO_GIT = TreeState(commit=None, dirty="", label=NOT_A_GIT_TREE, is_git=False)

@@ -7,17 +7,28 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.identity import TreeState, claim_hash, fingerprint
+from pytest_vgate.jsonable import Jsonable, rounded
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
+from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 RECORD_VERSION = 1
 OUTPUT_TAIL = 4096  # characters of stdout/stderr a record keeps (the tail: where errors are)
-WHERE = ("current", "base")
+
+
+class Where(StrEnum):
+    """Which tree a run was on: the session's own, or the base worktree (the red run)."""
+
+    CURRENT = "current"
+    BASE = "base"
+
+
+WHERE = tuple(w.value for w in Where)
 
 _PYTEST_EXE = re.compile(r"^(pytest|py\.test)(-?\d+(\.\d+)*)?(\.exe)?$")
 # pytest's own exit codes that mean "the tests did not run to an answer".
@@ -106,20 +117,26 @@ def _tail(text: str, limit: int = OUTPUT_TAIL) -> str:
 
 
 @dataclass(frozen=True)
-class Record:
-    """One run of one gate on one tree, as the ledger keeps it (JSON-able, one line)."""
+class Record(Jsonable):
+    """One run of one gate on one tree, as the ledger keeps it (JSON-able, one line).
+
+    Its JSON carries ``"v"`` (the record format) first; reading ignores it.
+    """
+
+    __json_head__: ClassVar[tuple[str, ...]] = ("v",)
+    v: ClassVar[int] = RECORD_VERSION
 
     gate_id: str
     fingerprint: str
     claim_hash: str
     tree: TreeState
     inputs_digest: str
-    where: str  # "current" | "base"
+    where: Where
     base_ref: str | None
     mode: Mode
     cause: Cause | None
     exit_code: int | None
-    duration: float
+    duration: float = field(metadata=rounded(6))
     stdout: str
     stderr: str
     time: str  # UTC ISO 8601
@@ -131,67 +148,6 @@ class Record:
     def ok(self) -> bool:
         return self.mode is Mode.PASS
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "v": RECORD_VERSION,
-            "gate_id": self.gate_id,
-            "fingerprint": self.fingerprint,
-            "claim_hash": self.claim_hash,
-            "tree": self.tree.to_dict(),
-            "inputs_digest": self.inputs_digest,
-            "where": self.where,
-            "base_ref": self.base_ref,
-            "mode": self.mode.value,
-            "cause": self.cause.value if self.cause else None,
-            "exit_code": self.exit_code,
-            "duration": round(self.duration, 6),
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "time": self.time,
-            "genuine_red": self.genuine_red,
-            "red_reason": self.red_reason,
-            "extra": dict(self.extra),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Record:
-        """Rebuild a record; raises KeyError/ValueError/TypeError on a malformed one."""
-        if not isinstance(data, Mapping):
-            raise TypeError("a record is a JSON object")
-        where = str(data["where"])
-        if where not in WHERE:
-            raise ValueError(f"where must be one of {WHERE}, not {where!r}")
-        exit_code = data.get("exit_code")
-        if exit_code is not None and (
-            isinstance(exit_code, bool) or not isinstance(exit_code, int)
-        ):
-            raise TypeError("exit_code must be an integer or null")
-        cause = data.get("cause")
-        base_ref = data.get("base_ref")
-        tree = data["tree"]
-        if not isinstance(tree, Mapping):
-            raise TypeError("tree must be an object")
-        extra = data.get("extra") or {}
-        return cls(
-            gate_id=str(data["gate_id"]),
-            fingerprint=str(data["fingerprint"]),
-            claim_hash=str(data["claim_hash"]),
-            tree=TreeState.from_dict(tree),
-            inputs_digest=str(data.get("inputs_digest", "")),
-            where=where,
-            base_ref=str(base_ref) if base_ref is not None else None,
-            mode=Mode(data["mode"]),
-            cause=Cause(cause) if cause else None,
-            exit_code=exit_code,
-            duration=float(data.get("duration", 0.0)),
-            stdout=str(data.get("stdout", "")),
-            stderr=str(data.get("stderr", "")),
-            time=str(data["time"]),
-            genuine_red=bool(data.get("genuine_red", False)),
-            red_reason=str(data.get("red_reason", "")),
-            extra=dict(extra) if isinstance(extra, Mapping) else {},
-        )
-
 
 def make_record(
     gate: Gate,
@@ -199,7 +155,7 @@ def make_record(
     *,
     tree: TreeState,
     inputs_digest: str,
-    where: str = "current",
+    where: Where | str = Where.CURRENT,
     base_ref: str | None = None,
     time: str | None = None,
     content: str = "",
@@ -215,7 +171,7 @@ def make_record(
         claim_hash=claim_hash(gate.claim),
         tree=tree,
         inputs_digest=inputs_digest,
-        where=where,
+        where=Where(where),
         base_ref=base_ref,
         mode=verdict.mode,
         cause=verdict.cause,

@@ -11,8 +11,9 @@ import os
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from pytest_vgate.jsonable import Jsonable
 
 DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
@@ -22,7 +23,7 @@ CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
-class ProcessResult:
+class ProcessResult(Jsonable):
     """What a process run observed. Exactly one of: exited, timed out, or failed to spawn."""
 
     argv: tuple[str, ...]
@@ -58,17 +59,6 @@ class ProcessResult:
             errno.ENOENT,
             errno.ENOTDIR,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["argv"] = list(self.argv)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ProcessResult:
-        d = dict(data)
-        d["argv"] = tuple(d["argv"])
-        return cls(**d)
 
 
 class Capture:
