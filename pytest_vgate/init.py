@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
@@ -36,7 +36,7 @@ class InitError(VgateError):
 
 
 @dataclass(frozen=True)
-class CollectedTest:
+class CollectedTest(Jsonable):
     """One test item as pytest collected it, with the source lines it spans.
 
     ``start``/``end`` cover the function with its decorators (1-based, inclusive);
@@ -58,33 +58,6 @@ class CollectedTest:
         """The node id without parametrization: runs every parameter set of the test."""
         head, _, last = self.nodeid.rpartition("::")
         return f"{head}::{last.split('[', 1)[0]}" if head else self.nodeid
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CollectedTest:
-        return cls(
-            nodeid=str(data["nodeid"]),
-            path=str(data["path"]),
-            name=str(data["name"]),
-            cls=None if data.get("cls") is None else str(data["cls"]),
-            start=int(data.get("start", 0)),
-            end=int(data.get("end", 0)),
-            class_start=int(data.get("class_start", 0)),
-            class_end=int(data.get("class_end", 0)),
-            doc=str(data.get("doc") or ""),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "nodeid": self.nodeid,
-            "path": self.path,
-            "name": self.name,
-            "cls": self.cls,
-            "start": self.start,
-            "end": self.end,
-            "class_start": self.class_start,
-            "class_end": self.class_end,
-            "doc": self.doc,
-        }
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Mode, ToolRecord
 
@@ -118,7 +119,7 @@ class ToolMovedError(ToolUseError):
 
 
 @dataclass(frozen=True)
-class ToolEntry:
+class ToolEntry(Jsonable):
     """One resolved tool id. ``path`` is the selected path (not resolved through symlinks);
     ``sha256`` and ``identity`` describe the file behind it. ``path`` is None when the id
     was found nowhere; ``sha256`` is None also when the file could not be read."""
@@ -140,31 +141,6 @@ class ToolEntry:
         if self.path is None or self.sha256 is None:
             raise ValueError(f"tool {self.id!r} was not found; it has no record")
         return ToolRecord(id=self.id, path=self.path, sha256=self.sha256)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "path": self.path,
-            "sha256": self.sha256,
-            "identity": list(self.identity) if self.identity is not None else None,
-            "source": self.source.value if self.source is not None else None,
-            "observed_ns": self.observed_ns,
-            "detail": self.detail,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolEntry:
-        ident = data.get("identity")
-        source = data.get("source")
-        return cls(
-            id=str(data["id"]),
-            path=None if data.get("path") is None else str(data["path"]),
-            sha256=None if data.get("sha256") is None else str(data["sha256"]),
-            identity=FileIdentity(*(int(v) for v in ident)) if ident is not None else None,
-            source=ToolSource(source) if source is not None else None,
-            observed_ns=int(data.get("observed_ns", 0)),
-            detail=str(data.get("detail", "")),
-        )
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from pytest_vgate.citations.entities import HOST_SUFFIXES, extract_entities, words
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.strenum import StrEnum
 
 
@@ -35,8 +35,10 @@ class CitationForm(StrEnum):
 
 
 @dataclass(frozen=True)
-class Citation:
+class Citation(Jsonable):
     """One citation as written in a document; ``line`` is 1-based in the document."""
+
+    __json_tail__: ClassVar[tuple[str, ...]] = ("node_name",)
 
     document: Path
     line: int
@@ -80,47 +82,6 @@ class Citation:
                 doc = self.document
         return f"{doc.as_posix()}:{self.line}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "document": str(self.document),
-            "line": self.line,
-            "offset": self.offset,
-            "raw": self.raw,
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "column": self.column,
-            "form": self.form.value,
-            "description": self.description,
-            "entities": list(self.entities),
-            "link_mismatch": self.link_mismatch,
-            "occurrence": self.occurrence,
-            "doc_column": self.doc_column,
-            "node_name": self.node_name,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
-        column = data.get("column")
-        return cls(
-            document=Path(data["document"]),
-            line=int(data["line"]),
-            offset=int(data["offset"]),
-            raw=str(data["raw"]),
-            path=str(data["path"]),
-            start_line=int(data["start_line"]),
-            end_line=int(data["end_line"]),
-            column=int(column) if column is not None else None,
-            form=CitationForm(data.get("form", "colon")),
-            description=str(data.get("description", "")),
-            entities=tuple(str(e) for e in data.get("entities", ())),
-            link_mismatch=data.get("link_mismatch"),
-            occurrence=int(data.get("occurrence", 1)),
-            doc_column=int(data.get("doc_column", 1)),
-        )
-
-
-# --- tokens: a citation's parts and their spans inside one document line --------------
 
 _LOC_BODY = (
     r"(?P<path>[\w.\-+@~%/]*\w)"

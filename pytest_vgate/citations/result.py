@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pytest_vgate.citations.parse import Citation
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.verdict import CitationStatus
 
 MAX_TEXT = 300  # characters of a cited line kept in a result
 
 
 @dataclass(frozen=True)
-class CitationResult:
+class CitationResult(Jsonable):
     """What checking one citation observed. Only ``verified`` passes.
 
     ``corrected_to`` is ``path:line`` or ``path:start-end`` relative to the root.
@@ -43,38 +43,6 @@ class CitationResult:
     def fabrication(self) -> bool:
         """Listed under FABRICATIONS CAUGHT."""
         return self.status is CitationStatus.FABRICATED or self.beyond_end
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "citation": self.citation.to_dict(),
-            "status": self.status.value,
-            "reason": self.reason,
-            "corrected_to": self.corrected_to,
-            "cited_text": self.cited_text,
-            "corrected_text": self.corrected_text,
-            "candidates": list(self.candidates),
-            "beyond_end": self.beyond_end,
-            "outside_root": self.outside_root,
-            "resolved": self.resolved,
-            "file_lines": self.file_lines,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CitationResult:
-        lines = data.get("file_lines")
-        return cls(
-            citation=Citation.from_dict(data["citation"]),
-            status=CitationStatus(data["status"]),
-            reason=str(data.get("reason", "")),
-            corrected_to=data.get("corrected_to"),
-            cited_text=data.get("cited_text"),
-            corrected_text=data.get("corrected_text"),
-            candidates=tuple(str(c) for c in data.get("candidates", ())),
-            beyond_end=bool(data.get("beyond_end", False)),
-            outside_root=bool(data.get("outside_root", False)),
-            resolved=data.get("resolved"),
-            file_lines=int(lines) if lines is not None else None,
-        )
 
 
 def _fabrication_entry(result: CitationResult, root: Path | None) -> str:

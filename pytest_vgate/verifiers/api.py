@@ -10,11 +10,12 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.strenum import StrEnum
 
 SPEC_ATTRIBUTE = "__vgate_verifier__"
@@ -42,7 +43,7 @@ class VerifierDefinitionError(VgateError, ValueError):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Jsonable):
     """A verifier's answer. Only ``Outcome.passed()`` (or ``True``) passes.
 
     ``detail`` says what was observed; it is shown on the item and in the JSON report.
@@ -65,16 +66,9 @@ class Outcome:
     def failed(cls, detail: str) -> Outcome:
         return cls(False, detail)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "detail": self.detail}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Outcome:
-        return cls(ok=data["ok"] is True, detail=str(data.get("detail", "")))
-
 
 @dataclass(frozen=True)
-class VerifierSpec:
+class VerifierSpec(Jsonable):
     """The declaration attached to a verifier function by ``@verifier``.
 
     ``id`` defaults to the function's name; ``timeout`` None means the session default;
@@ -89,31 +83,6 @@ class VerifierSpec:
     module: str = ""
     qualname: str = ""
     file: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "timeout": self.timeout,
-            "tools": list(self.tools),
-            "isolation": self.isolation.value,
-            "module": self.module,
-            "qualname": self.qualname,
-            "file": self.file,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> VerifierSpec:
-        timeout = data.get("timeout")
-        file = data.get("file")
-        return cls(
-            id=str(data["id"]),
-            timeout=None if timeout is None else float(timeout),
-            tools=tuple(str(t) for t in data.get("tools", ())),
-            isolation=Isolation(data.get("isolation", "process")),
-            module=str(data.get("module", "")),
-            qualname=str(data.get("qualname", "")),
-            file=None if file is None else str(file),
-        )
 
 
 def _check_declaration(

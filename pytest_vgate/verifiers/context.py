@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_vgate.jsonable import Jsonable, rounded
 from pytest_vgate.tools import (
     ToolMovedError,
     ToolUnavailableError,
@@ -43,15 +44,15 @@ def expected_codes(expect: int | Sequence[int]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class ToolUse:
+class ToolUse(Jsonable):
     """The pytest process's record of one completed ``ctx.run`` (the process ran to exit)."""
 
     id: str
     path: str
     sha256: str
     exit_code: int
-    duration: float = 0.0
     expect: tuple[int, ...] = (0,)
+    duration: float = field(default=0.0, metadata=rounded(6))
 
     @property
     def as_expected(self) -> bool:
@@ -60,30 +61,9 @@ class ToolUse:
     def record(self) -> ToolRecord:
         return ToolRecord(id=self.id, path=self.path, sha256=self.sha256)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "path": self.path,
-            "sha256": self.sha256,
-            "exit_code": self.exit_code,
-            "expect": list(self.expect),
-            "duration": round(self.duration, 6),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolUse:
-        return cls(
-            id=str(data["id"]),
-            path=str(data["path"]),
-            sha256=str(data.get("sha256", "")),
-            exit_code=int(data["exit_code"]),
-            duration=float(data.get("duration", 0.0)),
-            expect=tuple(int(c) for c in data.get("expect", (0,))),
-        )
-
 
 @dataclass(frozen=True)
-class ToolRun:
+class ToolRun(Jsonable):
     """What ``ctx.run`` returns: the tool that ran and what its process did."""
 
     tool: str
@@ -106,39 +86,6 @@ class ToolRun:
     @property
     def completed(self) -> bool:
         return self.exit_code is not None and not self.timed_out and self.spawn_error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "path": self.path,
-            "sha256": self.sha256,
-            "argv": list(self.argv),
-            "exit_code": self.exit_code,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "duration": self.duration,
-            "timed_out": self.timed_out,
-            "spawn_error": self.spawn_error,
-            "expect": list(self.expect),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ToolRun:
-        code = data.get("exit_code")
-        error = data.get("spawn_error")
-        return cls(
-            tool=str(data["tool"]),
-            path=str(data["path"]),
-            sha256=str(data["sha256"]),
-            argv=tuple(str(a) for a in data["argv"]),
-            exit_code=None if code is None else int(code),
-            stdout=str(data["stdout"]),
-            stderr=str(data["stderr"]),
-            duration=float(data["duration"]),
-            timed_out=bool(data.get("timed_out")),
-            spawn_error=None if error is None else str(error),
-            expect=tuple(int(c) for c in data.get("expect", (0,))),
-        )
 
 
 class Requester(Protocol):

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_vgate.jsonable import Jsonable, rounded
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, CheckVerdict, Mode, ToolRecord, Verdict
 from pytest_vgate.verifiers.context import ToolUse
 
 
 @dataclass(frozen=True)
-class VerifierResult:
+class VerifierResult(Jsonable):
     """What one verifier call observed. ``ok`` only for mode ``pass``.
 
     ``runs`` are the completed ``ctx.run`` calls, as the pytest process recorded them (the
@@ -24,7 +24,7 @@ class VerifierResult:
     mode: Mode
     cause: Cause | None = None
     detail: str = ""
-    duration: float = 0.0
+    duration: float = field(default=0.0, metadata=rounded(6))
     runs: tuple[ToolUse, ...] = ()
     declared_tools: tuple[str, ...] = ()
     output: str = ""
@@ -69,32 +69,4 @@ class VerifierResult:
             checks=(self.to_check_verdict(),),
             tools=self.tool_records(),
             extra=extra,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "mode": self.mode.value,
-            "cause": self.cause.value if self.cause else None,
-            "detail": self.detail,
-            "duration": round(self.duration, 6),
-            "runs": [r.to_dict() for r in self.runs],
-            "declared_tools": list(self.declared_tools),
-            "output": self.output,
-            "output_bytes": self.output_bytes,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> VerifierResult:
-        cause = data.get("cause")
-        return cls(
-            name=str(data["name"]),
-            mode=Mode(data["mode"]),
-            cause=Cause(cause) if cause else None,
-            detail=str(data.get("detail", "")),
-            duration=float(data.get("duration", 0.0)),
-            runs=tuple(ToolUse.from_dict(r) for r in data.get("runs", ())),
-            declared_tools=tuple(str(t) for t in data.get("declared_tools", ())),
-            output=str(data.get("output", "")),
-            output_bytes=int(data.get("output_bytes", 0)),
         )

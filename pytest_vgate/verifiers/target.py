@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError, find_verifier_spec
 
 
@@ -24,7 +25,7 @@ class VerifierImportError(VgateError):
 
 
 @dataclass(frozen=True)
-class VerifierTarget:
+class VerifierTarget(Jsonable):
     """One verifier to call. ``name`` is how it is reported (its id or ``module:function``).
 
     ``timeout``, ``tools`` and ``isolation`` are the declaration's (copied by
@@ -78,31 +79,6 @@ class VerifierTarget:
                 "(e.g. 'checks:parser_rejects_empty')"
             )
         return cls(module.strip(), qualname.strip(), None, name or reference.strip())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "module": self.module,
-            "qualname": self.qualname,
-            "file": self.file,
-            "name": self.name,
-            "timeout": self.timeout,
-            "tools": list(self.tools),
-            "isolation": self.isolation.value,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> VerifierTarget:
-        timeout = data.get("timeout")
-        file = data.get("file")
-        return cls(
-            module=str(data["module"]),
-            qualname=str(data["qualname"]),
-            file=None if file is None else str(file),
-            name=str(data.get("name", "")),
-            timeout=None if timeout is None else float(timeout),
-            tools=tuple(str(t) for t in data.get("tools", ())),
-            isolation=Isolation(data.get("isolation", "process")),
-        )
 
 
 def extend_sys_path(entries: Sequence[str], *, first: bool) -> None:

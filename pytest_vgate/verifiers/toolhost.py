@@ -187,9 +187,10 @@ class ToolHost:
         if run.completed and run.exit_code is not None:
             with self._lock:
                 if not self._closed:  # a run finishing after the verifier answered is ignored
-                    self._runs.append(
-                        ToolUse(tool, entry.path, entry.sha256, run.exit_code, run.duration, codes)
+                    use = ToolUse(
+                        tool, entry.path, entry.sha256, run.exit_code, codes, run.duration
                     )
+                    self._runs.append(use)
         return {"run": run.to_dict()}
 
     def _started(self, pid: int) -> None:
