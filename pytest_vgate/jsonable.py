@@ -10,6 +10,8 @@ A float field may carry ``metadata=rounded(6)``: encoded rounded (durations). A 
 name read-only attributes in ``__json_head__``/``__json_tail__``: encoded before/after the
 fields (a format version, a derived name for readers) and skipped when decoding.
 :class:`Jsonable` gives a dataclass the ``to_dict``/``from_dict`` pair through these two.
+A type whose JSON is not its fields keeps its own ``to_dict``/``from_dict``; used as a field
+type, those are what encode and decode it.
 """
 
 from __future__ import annotations
@@ -108,6 +110,9 @@ def _encode(value: Any) -> Any:
         return value.value if isinstance(value, enum.Enum) else value
     if isinstance(value, enum.Enum):
         return _encode(value.value)
+    own = _own_codec(type(value))
+    if own is not None:
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_json(value)
     if isinstance(value, Path):
@@ -122,6 +127,15 @@ def _encode(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_encode(item) for item in value]
     raise TypeError(f"{type(value).__name__} is not JSON-able: {value!r}")
+
+
+def _own_codec(cls: type) -> Callable[[object], Any] | None:
+    """The ``from_dict`` of a class that encodes itself (not through :class:`Jsonable`)."""
+    to_dict = getattr(cls, "to_dict", None)
+    from_dict = getattr(cls, "from_dict", None)
+    if to_dict is None or from_dict is None or to_dict is Jsonable.to_dict:
+        return None
+    return typing.cast("Callable[[object], Any]", from_dict)
 
 
 def from_json(cls: type[T], data: object) -> T:
@@ -176,6 +190,14 @@ def _decode(hint: Any, data: object, where: str) -> Any:
             except ValueError:
                 names = ", ".join(repr(m.value) for m in hint)
                 raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
+        own = _own_codec(hint)
+        if own is not None:
+            try:
+                return own(data)
+            except (KeyError, TypeError, ValueError) as exc:
+                if isinstance(exc, JsonShapeError):
+                    raise
+                raise JsonShapeError(where, f"{type(exc).__name__}: {exc}") from exc
         if dataclasses.is_dataclass(hint):
             return _decode_dataclass(hint, data, where)
         if issubclass(hint, tuple) and hasattr(hint, "_fields"):  # a NamedTuple

@@ -221,3 +221,32 @@ def test_head_and_tail_keys_are_written_around_the_fields_and_skipped_on_reading
     assert Versioned.from_dict({"name": "x"}) == Versioned("x")
     with pytest.raises(JsonShapeError, match=r"Versioned\.stat\[1\]: expected an integer"):
         Versioned.from_dict({"name": "x", "stat": [1, "2"]})
+
+
+@dataclass(frozen=True)
+class Env:
+    """JSON is not its fields: it keeps its own pair."""
+
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"set": dict(self.pairs)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Env:
+        return cls(tuple(data["set"].items()))
+
+
+@dataclass(frozen=True)
+class Holds(Jsonable):
+    env: Env
+    envs: tuple[Env, ...] = ()
+
+
+def test_a_field_type_with_its_own_pair_is_encoded_and_decoded_by_it() -> None:
+    value = Holds(Env((("A", "1"),)), (Env(), Env((("B", "2"),))))
+    encoded = value.to_dict()
+    assert encoded == {"env": {"set": {"A": "1"}}, "envs": [{"set": {}}, {"set": {"B": "2"}}]}
+    assert Holds.from_dict(json.loads(json.dumps(encoded))) == value
+    with pytest.raises(JsonShapeError, match=r"^Holds\.env: KeyError"):
+        Holds.from_dict({"env": {}})

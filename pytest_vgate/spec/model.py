@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.strenum import StrEnum
 
 
@@ -44,7 +45,7 @@ class EnvSpec:
 
 
 @dataclass(frozen=True)
-class Gate:
+class Gate(Jsonable):
     """One validated gate. ``argv`` is the check split with shlex (empty when blank)."""
 
     id: str
@@ -67,59 +68,9 @@ class Gate:
     source: Path | None = None  # the gates file
     line: int = 0  # line of the gate in the gates file
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type.value,
-            "claim": self.claim,
-            "check": self.check,
-            "argv": list(self.argv),
-            "expect": list(self.expect),
-            "timeout": self.timeout,
-            "cwd": self.cwd,
-            "env": self.env.to_dict(),
-            "tools": list(self.tools),
-            "red": self.red.value,
-            "red_exit": list(self.red_exit) if self.red_exit is not None else None,
-            "overlay": list(self.overlay),
-            "inputs": list(self.inputs),
-            "stale_at": self.stale_at,
-            "verifiers": list(self.verifiers),
-            "root": str(self.root),
-            "source": str(self.source) if self.source else None,
-            "line": self.line,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Gate:
-        """Rebuild a gate from ``to_dict()`` output (e.g. on an xdist worker); no validation."""
-        red_exit = data.get("red_exit")
-        source = data.get("source")
-        return cls(
-            id=data["id"],
-            type=GateType(data.get("type", "command")),
-            claim=data.get("claim", ""),
-            check=data.get("check", ""),
-            argv=tuple(data.get("argv", ())),
-            expect=tuple(data.get("expect", (0,))),
-            timeout=data.get("timeout"),
-            cwd=data.get("cwd", "."),
-            env=EnvSpec.from_dict(data.get("env", {})),
-            tools=tuple(data.get("tools", ())),
-            red=RedPolicy(data.get("red", "required")),
-            red_exit=tuple(red_exit) if red_exit is not None else None,
-            overlay=tuple(data.get("overlay", ())),
-            inputs=tuple(data.get("inputs", ())),
-            stale_at=data.get("stale_at"),
-            verifiers=tuple(data.get("verifiers", ())),
-            root=Path(data["root"]),
-            source=Path(source) if source else None,
-            line=int(data.get("line", 0)),
-        )
-
 
 @dataclass(frozen=True)
-class GatesFile:
+class GatesFile(Jsonable):
     """A loaded gates file: its gates in file order and the citation documents it names."""
 
     path: Path
@@ -127,25 +78,6 @@ class GatesFile:
     gates: tuple[Gate, ...]
     citations: tuple[Path, ...] = ()  # resolved document paths (globs expanded)
     default_tools: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "root": str(self.root),
-            "gates": [gate.to_dict() for gate in self.gates],
-            "citations": [str(path) for path in self.citations],
-            "default_tools": list(self.default_tools),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GatesFile:
-        return cls(
-            path=Path(data["path"]),
-            root=Path(data["root"]),
-            gates=tuple(Gate.from_dict(gate) for gate in data.get("gates", ())),
-            citations=tuple(Path(path) for path in data.get("citations", ())),
-            default_tools=tuple(data.get("default_tools", ())),
-        )
 
 
 class GatesFileError(VgateError):
