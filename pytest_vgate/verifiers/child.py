@@ -20,6 +20,8 @@ from typing import Any
 
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.invoke import execute
+from pytest_vgate.verifiers.messages import Op, VerifierJob
+from pytest_vgate.verifiers.target import VerifierTarget
 
 STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
 STACK_DUMP_SIGNAL = signal.SIGUSR1  # sent by the pytest process for that dump
@@ -74,7 +76,7 @@ class _Rehearsal:
         return {}
 
 
-def _rehearsal() -> dict[str, Any] | None:
+def _rehearsal() -> VerifierJob | None:
     """The job of a rehearsal: a trivial call walked through our own code while the
     spare waits for its real job (``child_main``).
 
@@ -87,19 +89,19 @@ def _rehearsal() -> dict[str, Any] | None:
     """
     try:
         here = os.getcwd()
-        job = {
-            "op": "job",
-            "target": {"module": __name__, "qualname": _rehearsal_check.__name__},
-            "root": here,
-            "cell": here,
-            "gate": None,
-            "cwd": here,
-            "env": dict(os.environ),
-            "deadline": time.time() + 60.0,
-            "bytecode_checked": True,
-        }
-        (decoded,) = wire.FrameReader().feed(wire.encode(job))
-        os.environ.update({str(k): str(v) for k, v in decoded["env"].items()})  # a no-op
+        job = VerifierJob(
+            target=VerifierTarget(__name__, _rehearsal_check.__name__),
+            root=here,
+            cell=here,
+            gate=None,
+            cwd=here,
+            env=dict(os.environ),
+            deadline=time.time() + 60.0,
+            bytecode_checked=True,
+        )
+        (message,) = wire.FrameReader().feed(wire.encode(job.message()))
+        decoded = VerifierJob.from_message(message)
+        os.environ.update(decoded.env)  # a no-op
         os.environ[REHEARSAL_NAME] = ""
         del os.environ[REHEARSAL_NAME]
     # Catch-all: an optimisation never costs a call (a module's import may have changed
@@ -133,24 +135,25 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     rehearsal = _rehearsal()
     if rehearsal is not None:
         with suppress(BaseException):  # the same: an optimisation
-            wire.encode({"op": "result", "result": execute(rehearsal, _Rehearsal())})
+            wire.encode(execute(rehearsal, _Rehearsal()).message())
     try:
-        job = link.channel.recv()
-        if job is None:
+        message = link.channel.recv()
+        if message is None:
             os._exit(0)
+        job = VerifierJob.from_message(message)
         os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in job.get("env", {}).items()})
-        if job.get("cwd"):
+        os.environ.update(job.env)
+        if job.cwd:
             with suppress(OSError):  # the caller's folder is gone: stay where we are
-                os.chdir(job["cwd"])
-        result = execute(job, link)
+                os.chdir(job.cwd)
+        answer = execute(job, link)
         flush_streams()  # before the answer: the pytest process then reads what is there
-        link.send({"op": "result", "result": result})
+        link.send(answer.message())
     # The verifier child's fail-closed boundary (boundary.py): a bug of ours (or a signal
     # handler of the verifier firing late) must still answer; the parent makes it an error.
     except BaseException as exc:  # noqa: BLE001
         with suppress(BaseException):  # the link is gone: the parent sees a crash instead
-            link.send({"op": "internal", "detail": f"{type(exc).__name__}: {exc}"})
+            link.send({"op": Op.INTERNAL.value, "detail": f"{type(exc).__name__}: {exc}"})
     finally:
         flush_streams()
         os._exit(0)  # no atexit, no join of threads the verifier left running

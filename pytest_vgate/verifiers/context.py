@@ -24,6 +24,7 @@ from pytest_vgate.tools import (
     UndeclaredToolError,
 )
 from pytest_vgate.verdict import ToolRecord
+from pytest_vgate.verifiers.messages import Op
 
 ERRORS: dict[str, type[ToolUseError]] = {
     "undeclared": UndeclaredToolError,
@@ -142,7 +143,7 @@ class VerifierContext:
         where = os.path.abspath(os.fspath(cwd)) if cwd is not None else None
         answer = self._link.request(
             {
-                "op": "run",
+                "op": Op.RUN.value,
                 "tool": str(tool),
                 "args": [str(a) for a in args],
                 "cwd": where,

@@ -15,7 +15,7 @@ import os
 import reprlib
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +26,8 @@ from pytest_vgate.tools import ToolUnavailableError
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
 from pytest_vgate.verifiers.context import VerifierContext
-from pytest_vgate.verifiers.target import VerifierImportError, VerifierTarget, load_target
+from pytest_vgate.verifiers.messages import ChildAnswer, Op, VerifierJob
+from pytest_vgate.verifiers.target import VerifierImportError, load_target
 
 DETAIL_LIMIT = 4000  # characters of a detail kept (head and tail)
 TRACEBACK_FRAMES = 8
@@ -164,28 +165,23 @@ class Link(Protocol):
 
 def _result(
     mode: Mode, detail: str, *, cause: Cause | None = None, declared: tuple[str, ...] = ()
-) -> dict[str, Any]:
+) -> ChildAnswer:
     chosen = cause if cause is not None or mode is Mode.PASS else DEFAULT_CAUSE[mode]
-    return {
-        "mode": mode.value,
-        "cause": chosen.value if chosen is not None else None,
-        "detail": bounded(detail),
-        "declared_tools": list(declared),
-    }
+    return ChildAnswer(mode=mode, cause=chosen, detail=bounded(detail), declared_tools=declared)
 
 
-def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
+def execute(job: VerifierJob, link: Link) -> ChildAnswer:
     """Run the job's verifier once and describe the answer as plain data (module doc).
 
     The verifier's module is imported already (by its zygote); raises only what the
     caller must see: nothing from the verifier itself.
     """
-    target = VerifierTarget.from_dict(job["target"])
+    target = job.target
     # What the verifier imports now is the tree's source as it is now (the zygote's own
     # import had the same, at its start): the pytest process checked the cache's entries
     # for the tree just before it sent the job (``bytecode_checked``), else we do.
-    if not job.get("bytecode_checked"):
-        bytecode.use_fresh_bytecode(Path(job["root"]))
+    if not job.bytecode_checked:
+        bytecode.use_fresh_bytecode(Path(job.root))
     where = f"importing {target.module}:{target.qualname}"
     try:
         fn = load_target(target)
@@ -198,13 +194,13 @@ def execute(job: Mapping[str, Any], link: Link) -> dict[str, Any]:
     spec = find_verifier_spec(fn)
     declared = tuple(dict.fromkeys([*target.tools, *(spec.tools if spec else ())]))
     if declared:  # before the first ctx.run: the pytest process enforces the declaration
-        link.send({"op": "declare", "tools": list(declared)})
-    root = Path(job["root"])
+        link.send({"op": Op.DECLARE.value, "tools": list(declared)})
+    root = Path(job.root)
     ctx = VerifierContext(
         root=root,
-        cell=Path(job["cell"]),
-        deadline=float(job["deadline"]),
-        gate=job.get("gate"),
+        cell=Path(job.cell),
+        deadline=job.deadline,
+        gate=job.gate,
         declared_tools=declared,
         link=link,
     )

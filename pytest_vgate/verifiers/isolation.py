@@ -24,6 +24,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,12 @@ from pytest_vgate.clip import clip
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, Capture, drain, kill_process_group
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory, toolchain_bin
-from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, worst_mode
+from pytest_vgate.verdict import DEFAULT_CAUSE, Mode, worst_mode
 from pytest_vgate.verifiers import spawner, wire
 from pytest_vgate.verifiers.api import Isolation
 from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, STACK_DUMP_SIGNAL
 from pytest_vgate.verifiers.invoke import bounded
+from pytest_vgate.verifiers.messages import ChildAnswer, Op, VerifierJob
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
 from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost, ground
@@ -92,12 +94,11 @@ def _decode(
     runs, violations = host.close()
     declared = host.declared
     try:
-        mode = Mode(raw["mode"])
+        answer = ChildAnswer.from_dict(raw)
+        mode, cause, detail = answer.mode, answer.cause, answer.detail
         if mode not in CHILD_MODES:
             raise ValueError(f"a verifier process cannot answer mode {mode.value!r}")
-        cause = Cause(raw["cause"]) if raw.get("cause") else None
-        detail = str(raw.get("detail", ""))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except ValueError as exc:  # JsonShapeError included
         return VerifierResult.failure(
             name,
             Mode.ERROR,
@@ -162,7 +163,7 @@ class _Call:
     def run(
         self,
         zygote: spawner.ModuleZygote,
-        job: dict[str, Any],
+        job: VerifierJob,
         timeout: float,
         started: float,
         deadline: float,
@@ -185,11 +186,11 @@ class _Call:
         try:
             sock.setblocking(False)
             os.set_blocking(out_fd, False)
-            job["deadline"] = time.time() + timeout
+            job = replace(job, deadline=time.time() + timeout)
             if zygote.pycache is not None:  # the source as it is now (``bytecode``)
-                bytecode.invalidate(Path(zygote.pycache), job["root"])
-                job["bytecode_checked"] = True
-            if not wire.send_by(sock, {**job}, deadline):
+                bytecode.invalidate(Path(zygote.pycache), job.root)
+                job = replace(job, bytecode_checked=True)
+            if not wire.send_by(sock, job.message(), deadline):
                 return self._crash(sock, out_fd, started)
             return self._wait(sock, out_fd, timeout, started, deadline)
         except BaseException:
@@ -266,15 +267,15 @@ class _Call:
         self, message: dict[str, Any], sock: Any, started: float, deadline: float
     ) -> VerifierResult | None:
         op = message.get("op")
-        if op == "run":
+        if op == Op.RUN:
             threading.Thread(
                 target=self._serve, args=(message, sock, deadline), daemon=True
             ).start()
-        elif op == "declare":
+        elif op == Op.DECLARE:
             tools = message.get("tools")
             if isinstance(tools, list):
                 self.host.declare([str(t) for t in tools])
-        elif op == "result":
+        elif op == Op.RESULT:
             duration = time.monotonic() - started
             return _decode(
                 self.name,
@@ -284,7 +285,7 @@ class _Call:
                 self.capture.total,
                 self.host,
             )
-        elif op == "internal":
+        elif op == Op.INTERNAL:
             return VerifierResult.failure(
                 self.name,
                 Mode.ERROR,
@@ -379,7 +380,7 @@ def _take_child(zygote: spawner.ModuleZygote, deadline: float) -> tuple[int, lis
     wait = max(spawner.REPLY_TIMEOUT, deadline - time.monotonic())  # our start-up, not its
     for _ in range(3):
         if zygote.oneshot:
-            answer, fds = zygote.control.request({"op": "call"})
+            answer, fds = zygote.control.request({"op": Op.CALL.value})
             pid = answer.get("pid")
             if isinstance(pid, int):  # itself: our pid of it
                 pid = zygote.control.host_pid(pid)
@@ -542,21 +543,20 @@ def call_verifier(
             env_set=dict(env.set_values) if env else {},
             capture_limit=capture_limit,
         )
-        job: dict[str, Any] = {
-            "op": "job",
-            "target": target.to_dict(),
-            "root": str(root_path),
-            "cell": str(cell),
-            "gate": dict(gate) if gate is not None else None,
-            "cwd": cwd,
-            "env": build_env(
+        job = VerifierJob(
+            target=target,
+            root=str(root_path),
+            cell=str(cell),
+            gate=dict(gate) if gate is not None else None,
+            cwd=cwd,
+            env=build_env(
                 cell,
                 pass_names=env.pass_names if env else (),
                 set_values=dict(env.set_values) if env else {},
                 caller_env=source_env,
                 path_prefix=[str(toolchain_bin(root_path))],
             ),
-        }
+        )
         call = _Call(name, host, capture_limit, zygotes or spawner.default_host())
         if cancel is not None:
             cancel._add(call)
@@ -572,7 +572,7 @@ def call_verifier(
 def _run_call(
     call: _Call,
     target: VerifierTarget,
-    job: dict[str, Any],
+    job: VerifierJob,
     timeout: float,
     path: Sequence[str],
     cwd: str,
