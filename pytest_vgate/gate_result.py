@@ -22,6 +22,7 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
@@ -45,7 +46,7 @@ class GateResult:
     ok: bool
     mode: Mode
     cause: Cause | None
-    rbg: str | None = None
+    rbg: Rbg | None = None
     rbg_reason: str = ""
     base_verdict: Verdict | None = None
     red: dict[str, Any] | None = None  # the red evidence used (a ledger record)
@@ -59,14 +60,14 @@ class GateResult:
     def to_payload(self) -> dict[str, Any]:
         v = self.verdict
         return {
-            "kind": "gate",
+            "kind": PayloadKind.GATE.value,
             "id": self.gate.id,
             "claim": self.gate.claim,
             "type": self.gate.type.value,
             "ok": self.ok,
             "mode": self.mode.value,
             "cause": self.cause.value if self.cause else None,
-            "rbg": self.rbg,
+            "rbg": self.rbg.value if self.rbg is not None else None,
             "rbg_reason": self.rbg_reason,
             "exit_code": v.exit_code,
             "duration": round(v.duration, 6),
@@ -194,7 +195,7 @@ def evaluate_gate(
         ok=ok,
         mode=mode,
         cause=cause,
-        rbg=rbg.status.value,
+        rbg=rbg.status,
         rbg_reason=rbg.reason,
         base_verdict=base,
         red=red,

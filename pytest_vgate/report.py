@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
@@ -66,13 +67,13 @@ def build_report(
     citations = []
     documents = []
     for payload in payloads:
-        if payload.get("kind") == "citation":
+        if payload.get("kind") == PayloadKind.CITATION:
             citations.append({k: v for k, v in payload.items() if k not in ("kind", "report")})
-        elif payload.get("kind") == "citation-document":
+        elif payload.get("kind") == PayloadKind.CITATION_DOCUMENT:
             documents.append({k: v for k, v in payload.items() if k != "kind"})
         else:
             entry = {k: payload.get(k) for k in GATE_FIELDS}
-            entry["kind"] = payload.get("kind", "gate")
+            entry["kind"] = payload.get("kind", PayloadKind.GATE.value)
             gates.append(entry)
     citations.sort(key=_document_order)  # xdist delivers reports in any order
     documents.sort(key=lambda d: str(d.get("document", "")))

@@ -23,7 +23,7 @@ from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
 from pytest_vgate.measure import MEASURED_KEY, Measured
 from pytest_vgate.measure import start as start_measuring
-from pytest_vgate.process import ProcessResult, run_process
+from pytest_vgate.process import ProcessResult, SpawnTarget, run_process
 from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate, GatesFileError, gate_from_mapping, values
 from pytest_vgate.spec.kinds import kind_of
@@ -237,7 +237,7 @@ def verdict_from_process(
         "duration": result.duration,
         "tools": tools,
     }
-    if result.spawn_target == "isolation":  # --vgate-isolation strict, and none here
+    if result.spawn_target is SpawnTarget.ISOLATION:  # --vgate-isolation strict, none here
         return Verdict.failed(Mode.SANDBOX, f"not run: {result.spawn_error}", **common)
     if result.spawn_error is not None:
         # Only a missing program (or #! interpreter) is "unavailable"; a missing cwd or a

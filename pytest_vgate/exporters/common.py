@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_vgate.clip import clip
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.report import gate_state
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
@@ -73,7 +74,7 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
         if isinstance(t, Mapping) and t.get("path")
     )
     name = str(entry.get("id") or entry.get("nodeid"))
-    kind = str(entry.get("kind") or "gate")
+    kind = str(entry.get("kind") or PayloadKind.GATE.value)
     title = f"{kind} {name}: {mode}" + (f" ({cause})" if cause else "")
     lines = [str(entry.get("detail") or "").strip() or f"mode {mode}"]
     if entry.get("claim"):

@@ -25,6 +25,7 @@ from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
 from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
 from pytest_vgate.regular import NotRegularFile
@@ -67,7 +68,7 @@ class CitationItem(pytest.Item):
         ok = result.ok and verdict.ok  # fail closed: both must say so
         shown = original if original is not None and ok else result
         payload: dict[str, Any] = {
-            "kind": "citation",
+            "kind": PayloadKind.CITATION.value,
             "source": source,
             "citation": self.citation.raw,
             "location": self.citation.location,
@@ -135,7 +136,7 @@ class CitationDocumentItem(pytest.Item):
         source = _shown(self.document, self.config.rootpath)
         mode = Mode.ERROR if self.problem else Mode.PASS
         self.vgate_payload = {
-            "kind": "citation-document",
+            "kind": PayloadKind.CITATION_DOCUMENT.value,
             "document": source,
             "citations": 0,
             "ok": not self.problem,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.boundary import fail_closed_step
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import GatesFile
 
@@ -80,7 +81,7 @@ class Controller:
         report.user_properties.append(("vgate_mode", "crash"))
         report.user_properties.append(("vgate_cause", "environment"))
         report.vgate = {  # type: ignore[attr-defined]
-            "kind": "crashed",
+            "kind": PayloadKind.CRASHED.value,
             "id": crashitem,
             "ok": False,
             "mode": "crash",
@@ -96,7 +97,7 @@ class Controller:
         if not isinstance(payload, dict):
             return
         self.payloads[report.nodeid] = {**payload, "nodeid": report.nodeid}
-        if payload.get("kind") == "crashed" and report.when != "teardown":
+        if payload.get("kind") == PayloadKind.CRASHED and report.when != "teardown":
             self._close_crashed(report)
 
     def _close_crashed(self, report: pytest.TestReport) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
 
@@ -130,7 +131,7 @@ class VerdictGuard:
             return
         nodeid = report.nodeid
         payload = getattr(report, "vgate", None)
-        if isinstance(payload, dict) and payload.get("kind") != "test":
+        if isinstance(payload, dict) and payload.get("kind") != PayloadKind.TEST:
             self.verdicts[nodeid] = payload
         skip = getattr(report, SKIP_ATTRIBUTE, None)
         if isinstance(skip, dict):

@@ -17,6 +17,7 @@ import pytest
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.evidence import TreeState
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.plugin import collection as _collection
 from pytest_vgate.plugin import gcfreeze, guard, remote
 from pytest_vgate.plugin import items as _items
@@ -315,7 +316,7 @@ def tag_marked_test(
     item.user_properties.extend(props)
     report.user_properties.extend(props)
     report.vgate = {  # type: ignore[attr-defined]
-        "kind": "test",
+        "kind": PayloadKind.TEST.value,
         "id": item.nodeid,
         "ok": mode is Mode.PASS,
         "mode": mode.value,

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.gate_result import decide, evaluate_gate
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.plugin.citation_items import collect_document_citations
 from pytest_vgate.plugin.extending import adjust, judge_for
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
@@ -162,7 +163,7 @@ class VerifierItem(VgateItem):
             line=self.line,
         )
         payload = decide(gate, run_verifier(self.target, ctx)).to_payload()
-        payload["kind"] = "verifier"
+        payload["kind"] = PayloadKind.VERIFIER.value
         return adjust(self, gate, payload)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:

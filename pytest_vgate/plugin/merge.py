@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import Any, TextIO
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.payload import PayloadKind
 from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
@@ -147,7 +148,7 @@ def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
 def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, Any]:
     return {
         "id": gate_id,
-        "kind": "missing",
+        "kind": PayloadKind.MISSING.value,
         "claim": claim,
         "mode": "crash",
         "cause": "environment",
@@ -216,10 +217,13 @@ def render_summary(
     for entry in report["gates"]:
         payloads[str(entry.get("nodeid") or entry["id"])] = dict(entry)
     for entry in report["citations"]:
-        payloads[str(entry.get("nodeid") or entry.get("source"))] = {**entry, "kind": "citation"}
+        payloads[str(entry.get("nodeid") or entry.get("source"))] = {
+            **entry,
+            "kind": PayloadKind.CITATION.value,
+        }
     for entry in report.get("citation_documents") or ():
         key = str(entry.get("nodeid") or entry.get("document"))
-        payloads[key] = {**entry, "kind": "citation-document"}
+        payloads[key] = {**entry, "kind": PayloadKind.CITATION_DOCUMENT.value}
     terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
     files = dict.fromkeys(_source_file(e)[0] for e in report["gates"] if e.get("source"))
     res = SimpleNamespace(

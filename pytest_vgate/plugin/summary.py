@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from pytest_vgate.payload import CITATION_KINDS, PayloadKind
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.table import leading_sentences, table_rows, wrap
 from pytest_vgate.verdict import Mode
 
 MODE_ORDER = [m.value for m in Mode]
-CITATION_KINDS = ("citation", "citation-document")
 
 
 class Line(NamedTuple):
@@ -138,7 +138,9 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
     """One row per gate and verifier, in gates-file order: its red evidence, the run now,
     status and cause. With ``-v`` each row is followed by the reason for its status."""
     width = summary.width
-    rows = [(n, p) for n, p in summary.gates if p.get("rbg") or p.get("kind") == "verifier"]
+    rows = [
+        (n, p) for n, p in summary.gates if p.get("rbg") or p.get("kind") == PayloadKind.VERIFIER
+    ]
     if not rows:
         return []
     counts = Counter(str(p["rbg"]) for _, p in rows if p.get("rbg"))
@@ -223,7 +225,7 @@ def _now_text(p: Mapping[str, Any]) -> str:
 def _citations(summary: SummaryInput) -> list[Mapping[str, Any]]:
     """The citation payloads in document order: under xdist reports arrive in any order,
     and the summary must not depend on it."""
-    found = (p for p in summary.citations if p.get("kind") == "citation")
+    found = (p for p in summary.citations if p.get("kind") == PayloadKind.CITATION)
     return sorted(found, key=_document_order)
 
 
@@ -237,7 +239,7 @@ def citation_documents(summary: SummaryInput) -> list[Line]:
         documents[document] = documents.get(document, 0) + 1
     unread: list[Line] = []
     for p in summary.citations:
-        if p.get("kind") == "citation-document":
+        if p.get("kind") == PayloadKind.CITATION_DOCUMENT:
             documents.setdefault(str(p["document"]), 0)
             if not p.get("ok"):
                 unread.append(Line(f"  {p['document']}: not audited: {p.get('detail')}", "red"))

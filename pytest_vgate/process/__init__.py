@@ -42,6 +42,7 @@ from pytest_vgate.process.result import DEFAULT_CAPTURE_LIMIT as DEFAULT_CAPTURE
 from pytest_vgate.process.result import KILL_GRACE as KILL_GRACE
 from pytest_vgate.process.result import Capture as Capture
 from pytest_vgate.process.result import ProcessResult as ProcessResult
+from pytest_vgate.process.result import SpawnTarget as SpawnTarget
 from pytest_vgate.process.result import drain as drain
 
 if TYPE_CHECKING:

@@ -14,12 +14,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.strenum import StrEnum
 
 DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to read the pipes after the group was killed
 ABANDON_AFTER = 5.0  # seconds after SIGKILL before we stop waiting (stuck in the kernel)
 CHUNK = 64 * 1024
+
+
+class SpawnTarget(StrEnum):
+    """What a spawn failed on."""
+
+    PROGRAM = "program"  # the exec of argv[0]
+    INTERPRETER = "interpreter"  # argv[0] exists but its #! interpreter does not
+    CWD = "cwd"
+    ARGV = "argv"  # rejected before spawning: empty, a string, NUL bytes, a bad env
+    SYSTEM = "system"  # fork/pipe limits
+    ISOLATION = "isolation"  # --vgate-isolation strict and no namespace here
 
 
 @dataclass(frozen=True)
@@ -36,10 +48,7 @@ class ProcessResult(Jsonable):
     timed_out: bool = False
     spawn_error: str | None = None  # e.g. "No such file or directory: 'frob'"
     spawn_errno: int | None = None  # errno of the spawn failure (ENOENT, EACCES, ...)
-    # What the spawn failed on: "program" (exec of argv[0]), "interpreter" (argv[0] exists
-    # but its #! interpreter does not), "cwd", "argv" (rejected before spawning: empty,
-    # a string, NUL bytes, a bad env), "system" (fork/pipe limits).
-    spawn_target: str | None = None
+    spawn_target: SpawnTarget | None = None  # what the spawn failed on
     pid: int | None = None  # the main process (also its process group id)
     # What contained the run: "namespace" (private PID namespace and /proc), "contained"
     # (a subreaper shepherd: every descendant killed) or "group" (process group only).
@@ -55,7 +64,10 @@ class ProcessResult(Jsonable):
 
         False for every other spawn failure: a missing cwd is also ENOENT but is not this.
         """
-        return self.spawn_target in ("program", "interpreter") and self.spawn_errno in (
+        return self.spawn_target in (
+            SpawnTarget.PROGRAM,
+            SpawnTarget.INTERPRETER,
+        ) and self.spawn_errno in (
             errno.ENOENT,
             errno.ENOTDIR,
         )
@@ -96,7 +108,11 @@ class Capture:
 
 
 def spawn_failure(
-    argv: tuple[str, ...], start: float, message: str, err: int | None, target: str
+    argv: tuple[str, ...],
+    start: float,
+    message: str,
+    err: int | None,
+    target: SpawnTarget | str,
 ) -> ProcessResult:
     return ProcessResult(
         argv=argv,
@@ -108,7 +124,7 @@ def spawn_failure(
         duration=time.monotonic() - start,
         spawn_error=message,
         spawn_errno=err,
-        spawn_target=target,
+        spawn_target=SpawnTarget(target),
     )
 
 
@@ -122,14 +138,14 @@ def _program_exists(program: str, cwd: str, env: Mapping[str, str]) -> bool:
 
 def classify_spawn_error(
     exc: OSError, argv: tuple[str, ...], cwd: str, env: Mapping[str, str]
-) -> str:
+) -> SpawnTarget:
     if exc.filename is not None and os.fspath(exc.filename) == cwd:
-        return "cwd"
+        return SpawnTarget.CWD
     if exc.errno in (errno.EAGAIN, errno.EMFILE, errno.ENFILE, errno.ENOMEM):
-        return "system"
+        return SpawnTarget.SYSTEM
     if exc.errno == errno.ENOENT and _program_exists(argv[0], cwd, env):
-        return "interpreter"
-    return "program"
+        return SpawnTarget.INTERPRETER
+    return SpawnTarget.PROGRAM
 
 
 def drain(fd: int, capture: Capture, *, rounds: int = 16) -> bool:
