@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.evidence.record import Where
 from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
@@ -38,7 +39,7 @@ class JudgeContext:
     """
 
     root: Path
-    where: str
+    where: Where
     timeout: float
     deadline: float
 
@@ -165,7 +166,7 @@ def make_judge(
         timeout = gate_timeout(gate, ctx)
         context = JudgeContext(
             root=ctx.root,
-            where="current" if ctx.root == gate.root else "base",
+            where=Where.CURRENT if ctx.root == gate.root else Where.BASE,
             timeout=timeout,
             deadline=time.monotonic() + timeout,
         )

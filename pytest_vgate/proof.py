@@ -26,6 +26,7 @@ from pytest_vgate.evidence import (
 from pytest_vgate.evidence.change import Change, compute_change
 from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
+from pytest_vgate.evidence.record import Where
 from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 
@@ -148,11 +149,11 @@ class Series:
     def to_dict(self, reached: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
         runs: list[dict[str, Any]] = []
         for i in range(max(len(self.greens), len(self.reds))):
-            for where, seq in (("base", self.reds), ("current", self.greens)):
+            for where, seq in ((Where.BASE, self.reds), (Where.CURRENT, self.greens)):
                 if i < len(seq):
                     v = seq[i]
                     facts = {"mode": v.mode.value, "exit_code": v.exit_code}
-                    runs.append({"where": where, "run": i + 1, **facts})
+                    runs.append({"where": where.value, "run": i + 1, **facts})
         for run, extra in zip(runs, reached, strict=False):
             run.update(extra)
         return {
@@ -203,7 +204,7 @@ def prove(
                 series.reds[i],
                 tree=evidence.base_tree(base_root),
                 inputs_digest=base_inputs,
-                where="base",
+                where=Where.BASE,
                 base_ref=evidence.base_ref,
                 content=base_content,
                 extra=extras.pop(0) if extras else None,
@@ -216,7 +217,7 @@ def prove(
                 series.greens[i],
                 tree=evidence.tree,
                 inputs_digest=now_inputs,
-                where="current",
+                where=Where.CURRENT,
                 content=now_content,
                 extra=extras.pop(0) if extras else None,
             )
