@@ -64,7 +64,11 @@ def test_the_answer_crosses_the_wire_and_a_forged_one_is_refused() -> None:
     assert ChildAnswer.from_dict({"mode": "pass"}) == ChildAnswer(Mode.PASS)
     for forged in ({"mode": "maybe"}, {"mode": "pass", "detail": 1}, ["pass"], None):
         with pytest.raises(JsonShapeError):
-            ChildAnswer.from_dict(forged)
+            ChildAnswer.read(forged)
+    # What the answer does not carry is dropped unread (a forged "runs" is no evidence).
+    assert ChildAnswer.read({"mode": "pass", "runs": [{"id": "python"}]}) == ChildAnswer(Mode.PASS)
+    with pytest.raises(JsonShapeError, match="unknown key 'runs'"):
+        ChildAnswer.from_dict({"mode": "pass", "runs": []})
 
 
 def test_every_op_is_its_wire_name() -> None:
@@ -83,13 +87,13 @@ def sends_a_malformed_answer(ctx):
     time.sleep(30)
 
 
-def sends_an_unknown_key(ctx):
-    ctx._link.send({"op": "result", "result": {"mode": "pass", "verdict": "trust me"}})
+def sends_a_mode_of_its_own(ctx):
+    ctx._link.send({"op": "result", "result": {"mode": "passed", "verdict": "trust me"}})
     time.sleep(30)
 """
 
 
-@pytest.mark.parametrize("function", ["sends_a_malformed_answer", "sends_an_unknown_key"])
+@pytest.mark.parametrize("function", ["sends_a_malformed_answer", "sends_a_mode_of_its_own"])
 def test_a_malformed_answer_from_a_real_verifier_process_is_an_error(
     tmp_path: Path, function: str
 ) -> None:

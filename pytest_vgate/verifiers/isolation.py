@@ -94,7 +94,7 @@ def _decode(
     runs, violations = host.close()
     declared = host.declared
     try:
-        answer = ChildAnswer.from_dict(raw)
+        answer = ChildAnswer.read(raw)
         mode, cause, detail = answer.mode, answer.cause, answer.detail
         if mode not in CHILD_MODES:
             raise ValueError(f"a verifier process cannot answer mode {mode.value!r}")

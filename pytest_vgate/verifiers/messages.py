@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_vgate.jsonable import Jsonable, JsonShapeError
@@ -78,3 +78,15 @@ class ChildAnswer(Jsonable):
 
     def message(self) -> dict[str, Any]:
         return {"op": Op.RESULT.value, "result": self.to_dict()}
+
+    @classmethod
+    def read(cls, raw: object) -> ChildAnswer:
+        """The answer in a ``result`` message; keys it does not have are dropped unread
+        (a verifier may craft the message: what it adds, e.g. ``runs``, is never evidence),
+        the ones it has must fit (:class:`JsonShapeError`)."""
+        if isinstance(raw, Mapping):
+            raw = {k: v for k, v in raw.items() if k in _ANSWER_KEYS}
+        return cls.from_dict(raw)
+
+
+_ANSWER_KEYS = frozenset(f.name for f in fields(ChildAnswer))
