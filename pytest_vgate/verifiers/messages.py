@@ -9,17 +9,17 @@ half-read. Core module: never imports pytest.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_vgate.jsonable import Jsonable, JsonShapeError
+from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Cause, Mode
 from pytest_vgate.verifiers.target import VerifierTarget
 
 
-class Op(str, enum.Enum):
+class Op(StrEnum):
     """The ``"op"`` of a message: what it is and who sends it."""
 
     JOB = "job"  # pytest -> verifier: the call to make (a VerifierJob)
@@ -31,9 +31,6 @@ class Op(str, enum.Enum):
     MORE = "more"  # pytest -> zygote: fork the next child
     REAP = "reap"  # reaper -> pytest: a child's exit status
     ZYGOTE = "zygote"  # pytest -> spawner: start a module's zygote
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
