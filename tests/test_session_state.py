@@ -118,9 +118,11 @@ def run_in_process(pytester: pytest.Pytester, scratch: Path) -> pytest.RunResult
 def test_unconfigure_stops_the_sessions_processes_and_removes_its_cells(
     pytester: pytest.Pytester, project: Path
 ) -> None:
+    before = set(spawner.all_zygote_pids())  # library calls of other tests: not the session's
     run_in_process(pytester, project)
     # This process lives on: only the session's own close can have done this.
-    assert spawner.all_zygote_pids() == [], "a verifier zygote outlived its session"
+    left = set(spawner.all_zygote_pids()) - before
+    assert not left, "a verifier zygote outlived its session"
     procs, dirs = leftovers(pytester.path, project, patience=10.0)
     assert not procs, f"processes of the session outlived it: {procs}"
     assert not dirs, f"cells of the session outlived it: {dirs}"
@@ -131,6 +133,7 @@ def test_two_sessions_in_one_process_share_no_state(
     pytester: pytest.Pytester, project: Path
 ) -> None:
     seen = pytester.path / "seen.txt"
+    before = set(spawner.all_zygote_pids())  # library calls of other tests: not the sessions'
     run_in_process(pytester, project)
     (first,) = seen.read_text().split()
     assert not Path(first).exists(), "the first session's cell outlived it"
@@ -138,7 +141,7 @@ def test_two_sessions_in_one_process_share_no_state(
     second = seen.read_text().split()[1]
     assert second != first, "the second session was handed the first one's cell"
     assert not Path(second).exists()
-    assert spawner.all_zygote_pids() == []
+    assert set(spawner.all_zygote_pids()) <= before
 
 
 def test_close_removes_the_idle_cells_and_is_idempotent(tmp_path: Path) -> None:
