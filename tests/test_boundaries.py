@@ -51,7 +51,7 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.invoke:classify_return": "closing its coroutine runs its code",
     "pytest_vgate.verifiers.invoke:_files_of": "an odd callable's attributes",
     "pytest_vgate.verifiers.invoke:execute": "the verifier's own exception is its answer",
-    "pytest_vgate.verifiers.isolation:_Call._serve": "a thread the waiting child needs answered",
+    "pytest_vgate.verifiers.call:Call._serve": "a thread the waiting child needs answered",
     "pytest_vgate.verifiers.control:stop_base": "stopping goes on whatever one step raised",
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",

@@ -20,8 +20,9 @@ from pytest_vgate.spec import EnvSpec
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Mode, Verdict, worst_mode
 from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError
+from pytest_vgate.verifiers.call import EXIT_GRACE
 from pytest_vgate.verifiers.invoke import bounded
-from pytest_vgate.verifiers.isolation import EXIT_GRACE, Cancel, call_verifier
+from pytest_vgate.verifiers.isolation import Cancel, call_verifier
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.spawner import ZygoteHost
 from pytest_vgate.verifiers.target import VerifierTarget
