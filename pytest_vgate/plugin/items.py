@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +31,24 @@ from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import VerifierTarget
+
+
+def session_context(item: pytest.Item, root: Path) -> RunContext:
+    """What every check of ``item`` runs with: the session's settings and its state."""
+    res = resources(item.config)
+    state = session_state(item.config)
+    caller_env, sys_path = res.run_basics()
+    return RunContext(
+        root=root,
+        default_timeout=res.default_timeout(item),
+        caller_env=caller_env,
+        inventory=res.inventory_for(root),
+        sys_path=sys_path,
+        isolation=res.settings.isolation,
+        cells=state.cells,
+        zygotes=state.zygotes,
+        shepherds=state.shepherds,
+    )
 
 
 class GatesFileNode(pytest.File):
@@ -98,18 +117,9 @@ class GateItem(VgateItem):
         if problem is not None:  # a worker in another checkout that differs: no verdict
             failed = Verdict.failed(Mode.SANDBOX, problem, cause=Cause.ENVIRONMENT)
             return decide(self.gate, failed).to_payload()
-        caller_env, sys_path = res.run_basics()
-        ctx = RunContext(
-            root=self.gate.root,
-            default_timeout=res.default_timeout(self),
-            caller_env=caller_env,
-            inventory=res.inventory_for(self.gate.root),
-            sys_path=sys_path,
+        ctx = replace(
+            session_context(self, self.gate.root),
             judge=judge_for(self) if kind_of(self.gate.type).judgment else None,
-            isolation=res.settings.isolation,
-            cells=session_state(self.config).cells,
-            zygotes=session_state(self.config).zygotes,
-            shepherds=session_state(self.config).shepherds,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
@@ -141,18 +151,7 @@ class VerifierItem(VgateItem):
         self.line = line
 
     def evaluate(self) -> dict[str, Any]:
-        res = resources(self.config)
-        caller_env, sys_path = res.run_basics()
-        ctx = RunContext(
-            root=self.config.rootpath,
-            default_timeout=res.default_timeout(self),
-            caller_env=caller_env,
-            inventory=res.inventory_for(self.config.rootpath),
-            sys_path=sys_path,
-            cells=session_state(self.config).cells,
-            zygotes=session_state(self.config).zygotes,
-            shepherds=session_state(self.config).shepherds,
-        )
+        ctx = session_context(self, self.config.rootpath)
         gate = Gate(
             id=self.name,
             type=GateType.PYTHON,
