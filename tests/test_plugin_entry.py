@@ -135,3 +135,25 @@ def test_in_process_sessions_one_after_another_each_run_their_gates(
     for _ in range(3):
         result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
         result.assert_outcomes(passed=1, failed=1)
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_a_layer_found_while_collecting_still_keeps_the_exit_status_honest(
+    reporting: pytest.Pytester, dist: list[str]
+) -> None:
+    """The layer (and its verdict guard) registered mid-collection must still see a failed
+    verifier that a marker turned into an expected failure: the session is not green."""
+    reporting.makepyfile(
+        test_checks="""
+        import pytest
+        from pytest_vgate import verifier
+
+        @pytest.mark.xfail(reason="hides the failure")
+        @verifier(id="hidden-failure")
+        def hidden_failure():
+            return False
+        """
+    )
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", *dist)
+    assert result.ret != 0, result.stdout.str()
+    assert "hidden-failure" in result.stdout.str()
