@@ -247,15 +247,12 @@ def _supervise(
         if not finished:
             _reap(proc)
     returncode = _reap(proc)
-    out, err = captures[out_fd], captures[err_fd]
-    return ProcessResult(
-        argv=args,
-        exit_code=None if timed_out else returncode,
-        stdout=out.text(),
-        stderr=err.text(),
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        duration=time.monotonic() - start,
+    return ProcessResult.captured(
+        args,
+        captures[out_fd],
+        captures[err_fd],
+        start=start,
+        exit_code=returncode,
         timed_out=timed_out,
         pid=proc.pid,
     )

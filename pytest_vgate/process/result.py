@@ -54,6 +54,34 @@ class ProcessResult(Jsonable):
     # (a subreaper shepherd: every descendant killed) or "group" (process group only).
     isolation: str = "group"
 
+    @classmethod
+    def captured(
+        cls,
+        argv: tuple[str, ...],
+        out: Capture,
+        err: Capture,
+        *,
+        start: float,
+        exit_code: int | None,
+        timed_out: bool,
+        pid: int | None,
+        isolation: str = "group",
+    ) -> ProcessResult:
+        """The result of a run that started: its two captured streams, timed from ``start``
+        (monotonic) to now. Both ways a check runs (a process group, a shepherd) end here."""
+        return cls(
+            argv=argv,
+            exit_code=None if timed_out else exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            duration=time.monotonic() - start,
+            timed_out=timed_out,
+            pid=pid,
+            isolation=isolation,
+        )
+
     @property
     def signal(self) -> int | None:
         return -self.exit_code if self.exit_code is not None and self.exit_code < 0 else None

@@ -80,15 +80,12 @@ def run_shepherded(
             shepherd.discard()
     if failure is not None:
         return failure
-    out, err = captures[out_r], captures[err_r]
-    return ProcessResult(
-        argv=args,
-        exit_code=None if timed_out else code,
-        stdout=out.text(),
-        stderr=err.text(),
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        duration=time.monotonic() - start,
+    return ProcessResult.captured(
+        args,
+        captures[out_r],
+        captures[err_r],
+        start=start,
+        exit_code=code,
         timed_out=timed_out,
         pid=pid if pid > 0 else None,
         isolation=shepherd.level,

@@ -13,6 +13,7 @@ zygote per call instead (an import per call, no fork after threads).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import socket
@@ -310,14 +311,13 @@ class ZygoteHost:
 
 # Every live host: at exit each stops its zygotes, and a fork of the owner forgets them.
 _HOSTS: weakref.WeakSet[ZygoteHost] = weakref.WeakSet()
-_default: list[ZygoteHost] = []  # the host of library calls outside a session, made once
 
 
+@functools.cache
 def default_host() -> ZygoteHost:
-    """The process's host for calls that bring none (library use, not a session)."""
-    if not _default:
-        _default.append(ZygoteHost())
-    return _default[0]
+    """The process's host for calls that bring none (library use, not a session), made
+    once."""
+    return ZygoteHost()
 
 
 def all_zygote_pids() -> list[int]:
