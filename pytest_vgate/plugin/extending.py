@@ -28,6 +28,7 @@ from pytest_vgate.judging import (
     make_judge,
     verdict_of_payload,
 )
+from pytest_vgate.plugin.settings import option_path
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Verdict
@@ -121,14 +122,6 @@ def adjustment_warnings(payloads: Mapping[str, Mapping[str, Any]]) -> list[str]:
 # -- the built-in exporters, registered like any third-party exporter -------------------
 
 
-def _option_path(config: pytest.Config, name: str) -> Path | None:
-    given = config.getoption(name)
-    if given:
-        return (config.invocation_params.dir / str(given)).resolve()
-    ini = str(config.getini(name) or "").strip()
-    return (config.rootpath / ini).resolve() if ini else None
-
-
 def github_enabled(config: pytest.Config, environ: Mapping[str, str]) -> bool:
     given = config.getoption("vgate_github")
     if given:
@@ -140,7 +133,7 @@ def register_exporters(config: pytest.Config) -> None:
     """On the controller: the SARIF writer (``--vgate-sarif``) and the GitHub Actions
     writer (``--vgate-github`` or ``GITHUB_ACTIONS=true``), as ``pytest_vgate_report``
     plugins."""
-    sarif = _option_path(config, "vgate_sarif")
+    sarif = option_path(config, "vgate_sarif")
     if sarif is not None:
         from pytest_vgate.exporters.sarif import SarifExporter
 

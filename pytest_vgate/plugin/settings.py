@@ -97,7 +97,9 @@ def _flag(config: pytest.Config, name: str) -> bool:
     return bool(given) if given is not None else bool(config.getini(name))
 
 
-def _path(config: pytest.Config, name: str) -> Path | None:
+def option_path(config: pytest.Config, name: str) -> Path | None:
+    """A path option: from the command line, relative to where pytest was started; from the
+    ini file, relative to the rootdir; None when neither gives it."""
     given = config.getoption(name)
     if given:
         return (config.invocation_params.dir / str(given)).resolve()
@@ -188,8 +190,8 @@ def read_settings(config: pytest.Config) -> Settings:
         strict=_flag(config, "vgate_strict"),
         timeout=timeout,
         timeout_given=given_timeout is not None,
-        ledger=_path(config, "vgate_ledger"),
-        report=_path(config, "vgate_report"),
+        ledger=option_path(config, "vgate_ledger"),
+        report=option_path(config, "vgate_report"),
         fix=_flag(config, "vgate_fix"),
         coverage=_coverage(config),
         repeat=_repeat(config),
