@@ -30,6 +30,15 @@ TOOLCHAIN_DIRNAME = ".toolchain"
 # Names that mean "the session's Python" unless .toolchain/bin pins another: a check's
 # `python` must import what the session imports, not whatever `python` PATH finds first.
 SESSION_PYTHON_NAMES = ("python", "python3")
+# Words a shell runs itself: no program of that name exists, so a check starting with one
+# (`cd tests && pytest`) is an authoring mistake, not a missing install.
+SHELL_BUILTINS = frozenset(
+    ("cd", "source", "export", "set", "unset", "alias", "eval", "exec", "pushd", "popd")
+)
+_BUILTIN_HINT = (
+    " ({0!r} is a shell builtin, not a program: a check runs without a shell; set the "
+    "gate's `cwd` key, or write `sh -c '...'` and declare `sh`)"
+)
 HASH_CHUNK = 1 << 20  # bytes read per step while hashing
 # A stat identity is trusted only when its ctime is older than this window before it was
 # observed: a write within the same filesystem timestamp tick (coarse kernel clock, 1-2 s
@@ -257,7 +266,8 @@ def resolve_tool(
         found = _search_path(tool_id, path_env) if path_env else None
         if found is None:
             where = f"{toolchain_bin(root)} or PATH={path_env!r}" if path_env else pinned
-            return ToolEntry(tool_id, detail=f"tool {tool_id!r} was not found in {where}")
+            hint = _BUILTIN_HINT.format(tool_id) if tool_id in SHELL_BUILTINS else ""
+            return ToolEntry(tool_id, detail=f"tool {tool_id!r} was not found in {where}{hint}")
         return _entry_for(tool_id, found, ToolSource.PATH)
     except (OSError, ValueError) as exc:  # odd ids or filesystems: a non-result, not a crash
         return ToolEntry(tool_id, detail=f"cannot resolve tool {tool_id!r}: {exc}")

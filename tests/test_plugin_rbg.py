@@ -144,6 +144,10 @@ def test_base_ref_gives_every_status(
 
     out = result.stdout.str()
     assert "red-before-green: 1 never-red, 1 proven, 1 regression, 1 weak-red" in out
+    sha = bugfix.bug_sha[:10]
+    # One worktree per overlay set, and the header says which is which.
+    assert f"vgate: base HEAD~1 ({sha}, overlay tests) at " in out
+    assert f"vgate: base HEAD~1 ({sha}, no overlay) at " in out
     assert "base HEAD~1 exit 1" in summary_row(result, "add-proven")
     assert "weak-red" in summary_row(result, "add-no-overlay")
     assert_nothing_left(bugfix, private_tmp)

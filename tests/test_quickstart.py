@@ -52,7 +52,7 @@ def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_quickstart_runs_as_written_and_proves_the_gate(tmp_path: Path) -> None:
     commands = quickstart_commands()
-    assert commands[0] == "pip install pytest-vgate"  # this checkout is installed already
+    assert commands[0] == "pip install -e ."  # this checkout is installed already
     pytest_commands = [c for c in commands if c.startswith("pytest")]
     assert len(pytest_commands) == 2, "the quickstart is two pytest commands"
     target = tmp_path / "tinyslug"

@@ -110,6 +110,14 @@ BAD_FILES = [
     ("top-key-in-gate", "gates:\n  - id: a\n    root: .\n", 3, "root", "top level"),
     ("dup-yaml-key", "gates:\n  - id: a\n    check: x\n    check: y\n", 4, "check", "line 3"),
     ("dup-id", "gates:\n  - id: a\n    check: x\n  - id: a\n", 4, "id", "lines 2 and 4"),
+    (
+        "shell-pipe",
+        "gates:\n  - id: a\n    check: python -c 'print(1)' | grep -q 2\n",
+        3,
+        "check",
+        "shell operator `|` outside quotes",
+    ),
+    ("shell-and", "gates:\n  - id: a\n    check: make&&make test\n", 3, "check", "`&&`"),
     ("missing-id", "gates:\n  - check: x\n", 2, "id", "no `id`"),
     ("id-colons", "gates:\n  - id: a::b\n", 2, "id", "node id"),
     ("id-brackets", "gates:\n  - id: a[1]\n", 2, "id", "node id"),
@@ -896,7 +904,26 @@ def reference_argv(check: str) -> tuple[str, ...] | None:
         words = tuple(shlex.split(check, posix=True))
     except ValueError:
         return None
-    return () if check.lstrip(" \t\r\n").startswith("#") or not any(words) else words
+    if check.lstrip(" \t\r\n").startswith("#") or not any(words):
+        return ()
+    return None if has_unquoted_operator(check) else words
+
+
+def has_unquoted_operator(check: str) -> bool:
+    """A POSIX shell's reading, one character at a time: is `|&;<>` outside quotes?"""
+    quote, escaped = "", False
+    for char in check:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "|&;<>":
+            return True
+    return False
 
 
 SHELL_CHARS = [*"ab- =$*;|&()<>#~", " ", "\t", "\r", "\n", "'", '"', "\\", "é", "\x00"]

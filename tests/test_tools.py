@@ -530,3 +530,12 @@ def test_one_undeclared_tool_error_for_checks_and_ctx_run() -> None:
     assert isinstance(info.value, ValueError) and info.value.mode is Mode.ERROR
     copy = pickle.loads(pickle.dumps(info.value))
     assert (copy.program, copy.declared, str(copy)) == ("bash", ("python",), str(info.value))
+
+
+@pytest.mark.parametrize(("tool_id", "hinted"), [("cd", True), ("source", True), ("nosuch", False)])
+def test_a_shell_builtin_is_named_as_one(tmp_path: Path, tool_id: str, hinted: bool) -> None:
+    """`check: cd tests` reads like a missing install without the hint; it is a mistake."""
+    entry = resolve_tool(tool_id, root=tmp_path, path_env=str(tmp_path))
+    assert entry.detail.startswith(f"tool {tool_id!r} was not found in")
+    assert ("is a shell builtin, not a program" in entry.detail) is hinted
+    assert ("`cwd` key" in entry.detail) is hinted

@@ -241,7 +241,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         lines.append(f"vgate: citations in {_rel(path, config.rootpath)}")
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
-            lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}) at {tree.path}")
+            carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
+            lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}, {carried}) at {tree.path}")
     if not is_worker(config):
         from pytest_vgate.plugin.header import origin_lines
 

@@ -96,11 +96,27 @@ def _unquote(word: str) -> str:
     return _QUOTED_PART.sub(r"\1\2", word)  # the group that did not take part gives ""
 
 
+# A shell reads these, outside quotes, as operators (a pipe, a list, a redirection). A check
+# runs without one, so they would reach the program as plain words and change nothing:
+# `python -c "print(1)" | grep -q 2` would pass. Quoted or escaped, they are arguments.
+_SHELL_OPERATOR = re.compile(r"\|\||&&|>>|[|&;<>]")
+_QUOTED_OR_ESCAPED = re.compile(r"\\.|'[^']*'|" + r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def shell_operator(check: str) -> str | None:
+    """The first shell operator outside quotes in ``check`` (``|``, ``&&``, ``>`` ...)."""
+    if _SHELL_OPERATOR.search(check) is None:
+        return None
+    found = _SHELL_OPERATOR.search(_QUOTED_OR_ESCAPED.sub(" ", check))
+    return None if found is None else found.group()
+
+
 def argv(key: str, check: str) -> tuple[str, ...]:
     """Split a check like a POSIX shell would (no expansion); blank gives ().
 
     Blank is also what a shell would run nothing for: only empty words (``''``) or a
-    first word that starts a comment (``# TODO``).
+    first word that starts a comment (``# TODO``). A shell operator outside quotes is
+    refused: no shell runs it, so it would silently become an argument.
     """
     if "\x00" in check:
         raise BadValue(f"`{key}` contains a NUL character, which no argument can carry; remove it")
@@ -120,6 +136,13 @@ def argv(key: str, check: str) -> tuple[str, ...]:
             ) from None
     if check.lstrip(" \t\r\n").startswith("#") or not any(words):
         return ()
+    operator = shell_operator(check)
+    if operator is not None:
+        raise BadValue(
+            f"`{key}` has the shell operator `{operator}` outside quotes, but a check runs "
+            "without a shell, so it would reach the program as a plain argument; to use a "
+            f"shell write `sh -c '...'`, to pass `{operator}` as an argument quote it"
+        )
     return words
 
 
