@@ -22,7 +22,13 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import (
+    CheckPayload,
+    GatePayload,
+    JsonObject,
+    VerifierPayload,
+    json_object,
+)
 from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
@@ -57,41 +63,51 @@ class GateResult:
     coverage: CoverageResult | None = None
     repeat: dict[str, Any] | None = None  # every run's exit code and the 4^-N bound
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(
+        self,
+        *,
+        nodeid: str | None = None,
+        targets: tuple[dict[str, Any], ...] | None = None,
+        verifier: bool = False,
+    ) -> CheckPayload:
+        """What the item hands the controller (``nodeid``: the item's; ``targets``: where
+        to point a failure; ``verifier``: the gate is a ``@verifier`` item's)."""
         v = self.verdict
-        return {
-            "kind": PayloadKind.GATE.value,
-            "id": self.gate.id,
-            "claim": self.gate.claim,
-            "type": self.gate.type.value,
-            "ok": self.ok,
-            "mode": self.mode.value,
-            "cause": self.cause.value if self.cause else None,
-            "rbg": self.rbg.value if self.rbg is not None else None,
-            "rbg_reason": self.rbg_reason,
-            "exit_code": v.exit_code,
-            "duration": round(v.duration, 6),
-            "command": list(v.command or self.gate.argv),
-            "detail": v.detail,
-            "stdout": v.stdout,
-            "stderr": v.stderr,
-            "stdout_bytes": v.stdout_bytes,
-            "stderr_bytes": v.stderr_bytes,
-            "errors": list(v.errors),
-            "checks": [c.to_dict() for c in v.checks],
-            "tools": [t.to_dict() for t in v.tools],
-            "green": v.to_dict(),
-            "base": self.base_verdict.to_dict() if self.base_verdict else None,
-            "red": self.red,
-            "strict_failure": self.strict_failure,
-            "records": list(self.records),
-            "tree_label": self.tree_label,
-            "ledger": self.ledger,
-            "coverage": self.coverage.to_dict() if self.coverage else None,
-            "repeat": self.repeat,
-            "source": f"{self.gate.source}:{self.gate.line}" if self.gate.source else None,
-            "report": format_report(self),
-        }
+        green = v.to_dict()  # its checks and tools are the payload's, encoded once
+        return (VerifierPayload if verifier else GatePayload)(
+            id=self.gate.id,
+            claim=self.gate.claim,
+            type=self.gate.type,
+            ok=self.ok,
+            mode=self.mode,
+            cause=self.cause,
+            rbg=self.rbg,
+            rbg_reason=self.rbg_reason,
+            exit_code=v.exit_code,
+            duration=v.duration,
+            command=tuple(v.command or self.gate.argv),
+            detail=v.detail,
+            stdout=v.stdout,
+            stderr=v.stderr,
+            stdout_bytes=v.stdout_bytes,
+            stderr_bytes=v.stderr_bytes,
+            errors=tuple(v.errors),
+            checks=tuple(map(JsonObject, green["checks"])),
+            tools=tuple(map(JsonObject, green["tools"])),
+            green=JsonObject(green),
+            base=JsonObject(self.base_verdict.to_dict()) if self.base_verdict else None,
+            red=json_object(self.red),
+            strict_failure=self.strict_failure,
+            records=tuple(map(JsonObject, self.records)),
+            tree_label=self.tree_label,
+            ledger=self.ledger,
+            coverage=JsonObject(self.coverage.to_dict()) if self.coverage else None,
+            repeat=json_object(self.repeat),
+            source=f"{self.gate.source}:{self.gate.line}" if self.gate.source else None,
+            report=format_report(self),
+            targets=None if targets is None else tuple(map(JsonObject, targets)),
+            nodeid=nodeid,
+        )
 
 
 def evaluate_gate(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -146,19 +147,16 @@ def from_json(cls: type[T], data: object) -> T:
 def _decode_dataclass(cls: type, data: object, where: str) -> Any:
     if not isinstance(data, Mapping):
         raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
-    fields = _fields(cls)
-    known = [f.name for f in fields]
-    derived = {*getattr(cls, "__json_head__", ()), *getattr(cls, "__json_tail__", ())}
-    unknown = sorted(str(k) for k in data if k not in known and k not in derived)
-    if unknown:
-        raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {', '.join(known)})")
+    shape = _SHAPES.get(cls) or _shape(cls)
+    if not shape.keys.issuperset(data):
+        unknown = sorted(str(k) for k in data if k not in shape.keys)
+        raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {shape.names})")
     kwargs: dict[str, Any] = {}
-    for f in fields:
-        if f.name not in data:
-            if f.required:
-                raise JsonShapeError(f"{where}.{f.name}", "missing")
-            continue
-        kwargs[f.name] = _decode(f.hint, data[f.name], f"{where}.{f.name}")
+    for name, decoder, required in shape.fields:
+        if name in data:
+            kwargs[name] = decoder(data[name], f"{where}.{name}")
+        elif required:
+            raise JsonShapeError(f"{where}.{name}", "missing")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:  # __post_init__ validation
@@ -167,45 +165,112 @@ def _decode_dataclass(cls: type, data: object, where: str) -> Any:
         raise JsonShapeError(where, str(exc)) from exc
 
 
+class _Shape(typing.NamedTuple):
+    """How a dataclass decodes, worked out once: its keys (fields and derived names), the
+    fields' names for messages, and (name, decoder, required) per field."""
+
+    keys: frozenset[str]
+    names: str
+    fields: tuple[tuple[str, Callable[[object, str], Any], bool], ...]
+
+
+_SHAPES: dict[type, _Shape] = {}
+
+
+def _shape(cls: type) -> _Shape:
+    fields = _fields(cls)
+    derived = (*getattr(cls, "__json_head__", ()), *getattr(cls, "__json_tail__", ()))
+    shape = _Shape(
+        keys=frozenset((*(f.name for f in fields), *derived)),
+        names=", ".join(f.name for f in fields),
+        fields=tuple((f.name, _decoder(f.hint), f.required) for f in fields),
+    )
+    _SHAPES[cls] = shape
+    return shape
+
+
 def _decode(hint: Any, data: object, where: str) -> Any:
+    return _decoder(hint)(data, where)
+
+
+_DECODERS: dict[Any, Callable[[object, str], Any]] = {}
+
+
+def _decoder(hint: Any) -> Callable[[object, str], Any]:
+    """How values of ``hint`` decode, worked out once per hint."""
+    decoder = _DECODERS.get(hint)
+    if decoder is None:
+        decoder = _DECODERS[hint] = _make_decoder(hint)
+    return decoder
+
+
+def _make_decoder(hint: Any) -> Callable[[object, str], Any]:
     if hint is Any:
-        return data
+        return _as_is
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is types.UnionType:
-        return _decode_union(typing.get_args(hint), data, where)
+        return functools.partial(_decode_union, typing.get_args(hint))
     if origin is typing.Literal:
-        if data in typing.get_args(hint) and not isinstance(data, bool):
-            return data
-        raise JsonShapeError(where, f"expected one of {typing.get_args(hint)}, got {data!r}")
+        return functools.partial(_decode_literal, typing.get_args(hint))
     if origin is not None:
-        return _decode_generic(origin, typing.get_args(hint), data, where)
+        return functools.partial(_decode_generic, origin, typing.get_args(hint))
     if hint is type(None):
-        if data is None:
-            return None
-        raise JsonShapeError(where, f"expected null, got {_kind(data)}")
+        return _null
     if isinstance(hint, type):
         if issubclass(hint, enum.Enum):
-            try:
-                return hint(data)
-            except ValueError:
-                names = ", ".join(repr(m.value) for m in hint)
-                raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
+            return functools.partial(_decode_enum, hint)
         own = _own_codec(hint)
         if own is not None:
-            try:
-                return own(data)
-            except (KeyError, TypeError, ValueError) as exc:
-                if isinstance(exc, JsonShapeError):
-                    raise
-                raise JsonShapeError(where, f"{type(exc).__name__}: {exc}") from exc
+            return functools.partial(_decode_own, own)
         if dataclasses.is_dataclass(hint):
-            return _decode_dataclass(hint, data, where)
+            return functools.partial(_decode_dataclass, hint)
         if issubclass(hint, tuple) and hasattr(hint, "_fields"):  # a NamedTuple
-            args = tuple(typing.get_type_hints(hint)[name] for name in hint._fields)
-            return hint(*_decode_generic(tuple, args, data, where))
+            return functools.partial(_decode_named_tuple, hint)
         scalar = _SCALARS.get(hint)
         if scalar is not None:
-            return scalar(data, where)
+            return scalar
+    return functools.partial(_cannot_decode, hint)
+
+
+def _as_is(data: object, where: str) -> Any:
+    return data
+
+
+def _null(data: object, where: str) -> None:
+    if data is None:
+        return None
+    raise JsonShapeError(where, f"expected null, got {_kind(data)}")
+
+
+def _decode_literal(values: tuple[Any, ...], data: object, where: str) -> Any:
+    if data in values and not isinstance(data, bool):
+        return data
+    raise JsonShapeError(where, f"expected one of {values}, got {data!r}")
+
+
+def _decode_enum(hint: type[enum.Enum], data: object, where: str) -> Any:
+    try:
+        return hint(data)
+    except ValueError:
+        names = ", ".join(repr(m.value) for m in hint)
+        raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
+
+
+def _decode_own(own: Callable[[object], Any], data: object, where: str) -> Any:
+    try:
+        return own(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, JsonShapeError):
+            raise
+        raise JsonShapeError(where, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _decode_named_tuple(hint: Any, data: object, where: str) -> Any:
+    args = tuple(typing.get_type_hints(hint)[name] for name in hint._fields)
+    return hint(*_decode_generic(tuple, args, data, where))
+
+
+def _cannot_decode(hint: Any, data: object, where: str) -> Any:
     raise TypeError(f"{where}: from_json() cannot decode the type {hint!r}")
 
 

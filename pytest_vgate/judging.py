@@ -17,13 +17,16 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_vgate.evidence.record import Where
+from pytest_vgate.payload import CheckPayload, JsonObject
 from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 from pytest_vgate.verifiers import Outcome
+
+P = TypeVar("P", bound=CheckPayload)
 
 # A hook implementation bound to its plugin's name: (name, call(**kwargs)).
 Impl = tuple[str, Callable[..., object]]
@@ -187,31 +190,28 @@ def make_judge(
 # -- adjusters ---------------------------------------------------------------------------
 
 
-def payload_state(payload: Mapping[str, Any]) -> str:
+def payload_state(payload: CheckPayload) -> str:
     """``pass``, ``skip`` (judgment, not strict) or ``fail``: what a gate's payload says."""
-    if payload.get("ok"):
+    if payload.ok:
         return "pass"
-    if payload.get("mode") == Mode.JUDGMENT.value and not payload.get("strict_failure"):
+    if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
         return "skip"
     return "fail"
 
 
-def verdict_of_payload(payload: Mapping[str, Any]) -> Verdict:
+def verdict_of_payload(payload: CheckPayload) -> Verdict:
     """The gate's final verdict as adjusters see it: this run's facts, the final mode/cause."""
-    green = payload.get("green")
-    base = Verdict.from_dict(green) if isinstance(green, Mapping) else Verdict(mode=Mode.PASS)
-    cause = payload.get("cause")
+    green = payload.green
+    base = Verdict.from_dict(green) if green is not None else Verdict(mode=Mode.PASS)
     return replace(
         base,
-        mode=Mode(payload["mode"]),
-        cause=Cause(cause) if cause else None,
-        detail=str(payload.get("detail") or payload.get("rbg_reason") or base.detail),
+        mode=payload.mode,
+        cause=payload.cause,
+        detail=payload.detail or payload.rbg_reason or base.detail,
     )
 
 
-def apply_adjustments(
-    payload: Mapping[str, Any], proposals: Sequence[tuple[str, Call]]
-) -> dict[str, Any]:
+def apply_adjustments(payload: P, proposals: Sequence[tuple[str, Call]]) -> P:
     """Fold adjusters' answers into a gate's payload; only stricter answers are applied.
 
     A failing verdict (any mode but ``pass``/``judgment``) is applied: the gate fails with
@@ -220,11 +220,11 @@ def apply_adjustments(
     something that is not a ``Verdict`` fails the gate (``error``/``panic``/``timeout``):
     the policy it stands for could not be applied.
     """
-    result = dict(payload)
-    notes: list[dict[str, Any]] = list(result.get("adjustments") or [])
+    result = payload
+    notes: list[JsonObject] = list(result.adjustments or ())
     for plugin, call in proposals:
         what = f"the adjuster {plugin!r} (pytest_vgate_adjust_verdict)"
-        before = str(result["mode"])
+        before = result.mode.value
         if call.timed_out:
             proposed: Verdict | None = Verdict.failed(
                 Mode.TIMEOUT,
@@ -247,40 +247,45 @@ def apply_adjustments(
             continue
         if proposed.mode in (Mode.PASS, Mode.JUDGMENT):
             notes.append(
-                {
-                    "plugin": plugin,
-                    "action": "ignored",
-                    "from": before,
-                    "to": proposed.mode.value,
-                    "detail": f"{what} tried to turn mode {before} into {proposed.mode.value}; "
-                    "an adjuster may only make a verdict stricter",
-                }
+                JsonObject(
+                    {
+                        "plugin": plugin,
+                        "action": "ignored",
+                        "from": before,
+                        "to": proposed.mode.value,
+                        "detail": f"{what} tried to turn mode {before} into "
+                        f"{proposed.mode.value}; an adjuster may only make a verdict stricter",
+                    }
+                )
             )
             continue
         cause = proposed.cause or DEFAULT_CAUSE[proposed.mode] or Cause.BROKEN_TEST
         detail = proposed.detail or f"failed by {what}"
         notes.append(
-            {
-                "plugin": plugin,
-                "action": "applied",
-                "from": before,
-                "to": proposed.mode.value,
-                "detail": detail,
-            }
+            JsonObject(
+                {
+                    "plugin": plugin,
+                    "action": "applied",
+                    "from": before,
+                    "to": proposed.mode.value,
+                    "detail": detail,
+                }
+            )
         )
-        first, _, rest = str(result.get("report") or "").partition("\n")
-        result.update(
+        first, _, rest = result.report.partition("\n")
+        result = replace(
+            result,
             ok=False,
-            mode=proposed.mode.value,
-            cause=cause.value,
+            mode=proposed.mode,
+            cause=cause,
             detail=detail,
             strict_failure=False,
             report=(
-                f"gate {result.get('id')!r} failed: mode {proposed.mode.value}, cause "
+                f"gate {result.id!r} failed: mode {proposed.mode.value}, cause "
                 f"{cause.value} (set by {what}: {detail})\nbefore:   {first}"
                 + (f"\n{rest}" if rest else "")
             ),
         )
     if notes:
-        result["adjustments"] = notes
+        result = replace(result, adjustments=tuple(notes))
     return result

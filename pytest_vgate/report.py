@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, Payload
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
@@ -59,21 +59,19 @@ GATE_FIELDS = (
 MAX_TARGETS = 5
 
 
-def build_report(
-    payloads: Sequence[Mapping[str, Any]], *, rootdir: Path | None = None
-) -> dict[str, Any]:
+def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> dict[str, Any]:
     """The report of a session from its items' payloads (in any order)."""
-    gates = []
-    citations = []
-    documents = []
+    gates: list[dict[str, Any]] = []
+    citations: list[dict[str, Any]] = []
+    documents: list[dict[str, Any]] = []
     for payload in payloads:
-        if payload.get("kind") == PayloadKind.CITATION:
-            citations.append({k: v for k, v in payload.items() if k not in ("kind", "report")})
-        elif payload.get("kind") == PayloadKind.CITATION_DOCUMENT:
-            documents.append({k: v for k, v in payload.items() if k != "kind"})
+        data = payload.to_dict()
+        if isinstance(payload, (CitationPayload, CitationDocumentPayload)):
+            del data["kind"]  # the list it is in says what it is
+            (citations if isinstance(payload, CitationPayload) else documents).append(data)
         else:
-            entry = {k: payload.get(k) for k in GATE_FIELDS}
-            entry["kind"] = payload.get("kind", PayloadKind.GATE.value)
+            entry = {k: data.get(k) for k in GATE_FIELDS}
+            entry["kind"] = data["kind"]
             gates.append(entry)
     citations.sort(key=_document_order)  # xdist delivers reports in any order
     documents.sort(key=lambda d: str(d.get("document", "")))

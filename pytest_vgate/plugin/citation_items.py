@@ -25,13 +25,13 @@ from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
 from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
 from pytest_vgate.regular import NotRegularFile
 from pytest_vgate.runner import run_citation
 from pytest_vgate.spec import GatesFile, GatesFileError
-from pytest_vgate.verdict import CitationStatus, Mode
+from pytest_vgate.verdict import Cause, CitationStatus, Mode
 
 
 def checker_for(res: Resources, root: Path) -> CitationChecker:
@@ -54,7 +54,7 @@ class CitationItem(pytest.Item):
         super().__init__(**kwargs)
         self.citation = citation
         self.root = root
-        self.vgate_payload: dict[str, Any] | None = None
+        self.vgate_payload: CitationPayload | None = None
 
     def runtest(self) -> None:
         res = resources(self.config)
@@ -67,23 +67,22 @@ class CitationItem(pytest.Item):
         # rewritten citation is now right.
         ok = result.ok and verdict.ok  # fail closed: both must say so
         shown = original if original is not None and ok else result
-        payload: dict[str, Any] = {
-            "kind": PayloadKind.CITATION.value,
-            "source": source,
-            "citation": self.citation.raw,
-            "location": self.citation.location,
-            "status": shown.status.value,
-            "corrected_to": shown.corrected_to,
-            "reason": result.reason,
-            "fixed_from": fixed_from,
-            "root": str(self.root),
-            "ok": ok,
-            "mode": verdict.mode.value,
-            "cause": verdict.cause.value if verdict.cause else None,
-            "result": result.to_dict(),
-            "original": original.to_dict() if original is not None else None,
-        }
-        self.vgate_payload = payload
+        self.vgate_payload = CitationPayload(
+            source=source,
+            citation=self.citation.raw,
+            location=self.citation.location,
+            status=shown.status,
+            corrected_to=shown.corrected_to,
+            reason=result.reason,
+            fixed_from=fixed_from,
+            root=str(self.root),
+            ok=ok,
+            mode=verdict.mode,
+            cause=verdict.cause,
+            result=JsonObject(result.to_dict()),
+            original=JsonObject(original.to_dict()) if original is not None else None,
+            nodeid=self.nodeid,
+        )
         _properties(
             self,
             (
@@ -130,20 +129,20 @@ class CitationDocumentItem(pytest.Item):
         super().__init__(**kwargs)
         self.document = document
         self.problem = problem
-        self.vgate_payload: dict[str, Any] | None = None
+        self.vgate_payload: CitationDocumentPayload | None = None
 
     def runtest(self) -> None:
         source = _shown(self.document, self.config.rootpath)
         mode = Mode.ERROR if self.problem else Mode.PASS
-        self.vgate_payload = {
-            "kind": PayloadKind.CITATION_DOCUMENT.value,
-            "document": source,
-            "citations": 0,
-            "ok": not self.problem,
-            "mode": mode.value,
-            "cause": "broken_test" if self.problem else None,
-            "detail": self.problem or "read; it holds no citation",
-        }
+        self.vgate_payload = CitationDocumentPayload(
+            document=source,
+            citations=0,
+            ok=not self.problem,
+            mode=mode,
+            cause=Cause.BROKEN_TEST if self.problem else None,
+            detail=self.problem or "read; it holds no citation",
+            nodeid=self.nodeid,
+        )
         _properties(
             self,
             (

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from pytest_vgate.boundary import fail_closed_step
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
+from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import GatesFile
+from pytest_vgate.verdict import Mode
 
 
 class Controller:
@@ -26,7 +28,7 @@ class Controller:
         self.config = config
         self.res = res
         self.loaded = loaded
-        self.payloads: dict[str, dict[str, Any]] = {}  # nodeid -> payload, in report order
+        self.payloads: dict[str, Payload] = {}  # nodeid -> payload, in report order
         self.origin: dict[str, Any] | None = None  # see pytest_configure_node
 
     # -- before the session --------------------------------------------------------------
@@ -80,24 +82,24 @@ class Controller:
         # the item failed with mode crash, never a silent loss.
         report.user_properties.append(("vgate_mode", "crash"))
         report.user_properties.append(("vgate_cause", "environment"))
-        report.vgate = {  # type: ignore[attr-defined]
-            "kind": PayloadKind.CRASHED.value,
-            "id": crashitem,
-            "ok": False,
-            "mode": "crash",
-            "cause": "environment",
-            "detail": "the xdist worker running this item died",
-        }
+        wire.put(
+            self.config,
+            report,
+            CrashedPayload(
+                id=crashitem, detail="the xdist worker running this item died", nodeid=crashitem
+            ),
+        )
 
     # -- during the session --------------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, "vgate", None)
-        if not isinstance(payload, dict):
+        payload = wire.payload_of(self.config, report)
+        if payload is None:
             return
-        self.payloads[report.nodeid] = {**payload, "nodeid": report.nodeid}
-        if payload.get("kind") == PayloadKind.CRASHED and report.when != "teardown":
+        self.payloads[report.nodeid] = payload
+        crashed = isinstance(payload, CrashedPayload) and payload.mode is Mode.CRASH
+        if crashed and report.when != "teardown":
             self._close_crashed(report)
 
     def _close_crashed(self, report: pytest.TestReport) -> None:
@@ -169,10 +171,10 @@ class Controller:
 
         by_ledger: dict[str, list[Record]] = {}
         for payload in self.payloads.values():
-            ledger = payload.get("ledger")
-            for data in payload.get("records") or ():
-                if ledger:
-                    by_ledger.setdefault(str(ledger), []).append(Record.from_dict(data))
+            if not isinstance(payload, CheckPayload) or not payload.ledger:
+                continue
+            for data in payload.records:
+                by_ledger.setdefault(payload.ledger, []).append(Record.from_dict(data))
         for ledger, records in by_ledger.items():
             self.res.warnings.extend(Ledger(Path(ledger)).append(records))
 

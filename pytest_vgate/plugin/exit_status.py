@@ -27,9 +27,11 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import CheckPayload, Payload, TestPayload
+from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
+from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
@@ -75,7 +77,7 @@ class VerdictGuard:
         self.deselected: dict[str, None] = {}
         self.selection = Selection()
         self.outcomes: dict[str, str] = {}  # nodeid -> what pytest's reports say
-        self.verdicts: dict[str, dict[str, Any]] = {}
+        self.verdicts: dict[str, Payload] = {}
         self.skips: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
         self.session: pytest.Session | None = None
@@ -130,8 +132,8 @@ class VerdictGuard:
         if self.worker:
             return
         nodeid = report.nodeid
-        payload = getattr(report, "vgate", None)
-        if isinstance(payload, dict) and payload.get("kind") != PayloadKind.TEST:
+        payload = wire.payload_of(self.config, report)
+        if payload is not None and not isinstance(payload, TestPayload):
             self.verdicts[nodeid] = payload
         skip = getattr(report, SKIP_ATTRIBUTE, None)
         if isinstance(skip, dict):
@@ -212,7 +214,7 @@ class VerdictGuard:
         if verdict is not None:
             if verdict_ok(verdict) or outcome in ("failed", "error"):
                 return None  # ok, or a failure pytest counts itself
-            mode = verdict.get("mode") or verdict.get("status")
+            mode = verdict.mode.value
             return f"verdict {mode}, but pytest reported it {outcome}: {overrider(outcome)}"
         skip = self.skips.get(nodeid)
         if skip is not None and skip.get("legal"):
@@ -237,15 +239,13 @@ def nested_status(outcomes: Iterable[str]) -> pytest.ExitCode | None:
     return None
 
 
-def verdict_ok(payload: dict[str, Any]) -> bool:
+def verdict_ok(payload: Payload) -> bool:
     """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
-    if payload.get("strict_failure"):
+    if isinstance(payload, CheckPayload) and payload.strict_failure:
         return False
-    if payload.get("mode") == "judgment":
+    if payload.mode is Mode.JUDGMENT:
         return True
-    if "ok" in payload:
-        return bool(payload["ok"])
-    return payload.get("status") == "verified"
+    return payload.ok
 
 
 def overrider(outcome: str | None) -> str:

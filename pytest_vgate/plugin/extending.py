@@ -22,12 +22,14 @@ import pytest
 from pytest_vgate.judging import (
     Call,
     Impl,
+    P,
     apply_adjustments,
     call_with_deadline,
     describe,
     make_judge,
     verdict_of_payload,
 )
+from pytest_vgate.payload import CheckPayload, Payload
 from pytest_vgate.plugin.settings import option_path
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate
@@ -53,7 +55,7 @@ def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None]
     return make_judge(_hook_impls(item.ihook.pytest_vgate_judge))
 
 
-def adjust(item: pytest.Item, gate: Gate, payload: dict[str, Any]) -> dict[str, Any]:
+def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
     """Offer a gate's final verdict to every adjuster; keep only the stricter answers."""
     impls = _hook_impls(item.ihook.pytest_vgate_adjust_verdict)
     if not impls:
@@ -109,11 +111,13 @@ def emit_report(config: pytest.Config, report: Mapping[str, Any], timeout: float
     return warnings
 
 
-def adjustment_warnings(payloads: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def adjustment_warnings(payloads: Mapping[str, Payload]) -> list[str]:
     """One summary line per adjuster answer that was ignored (an upgrade attempt)."""
     lines = []
     for nodeid, payload in payloads.items():
-        for note in payload.get("adjustments") or ():
+        if not isinstance(payload, CheckPayload):
+            continue
+        for note in payload.adjustments or ():
             if isinstance(note, Mapping) and note.get("action") == "ignored":
                 lines.append(f"{nodeid}: {note.get('detail')}")
     return lines

@@ -17,9 +17,9 @@ import pytest
 from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.evidence import TreeState
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import TestPayload
 from pytest_vgate.plugin import collection as _collection
-from pytest_vgate.plugin import gcfreeze, guard, remote
+from pytest_vgate.plugin import gcfreeze, guard, remote, wire
 from pytest_vgate.plugin import items as _items
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.controller import Controller
@@ -292,11 +292,12 @@ def attach_verdict(
     test gets a mode and a cause. Called by the entry point's ``makereport`` wrapper."""
     payload = getattr(item, "vgate_payload", None)
     if payload is not None:
-        # A plain dict attribute survives xdist's report serialisation.
-        report.vgate = payload  # type: ignore[attr-defined]
+        wire.put(
+            item.config, report, payload
+        )  # its JSON form survives xdist's report serialisation
         if report.skipped and isinstance(item, _items.GateItem):
             # Point the skip at the gate in its gates file, not at our code.
-            report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload['detail']}")
+            report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload.detail}")
     elif not _is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
         tag_marked_test(item, call, report)
 
@@ -316,15 +317,16 @@ def tag_marked_test(
     # the call report's own copy alone would never reach --junitxml.
     item.user_properties.extend(props)
     report.user_properties.extend(props)
-    report.vgate = {  # type: ignore[attr-defined]
-        "kind": PayloadKind.TEST.value,
-        "id": item.nodeid,
-        "ok": mode is Mode.PASS,
-        "mode": mode.value,
-        "cause": cause.value if cause else None,
-        "detail": str(call.excinfo.value)[:500] if call.excinfo else "",
-        "duration": round(call.duration, 6),
-    }
+    payload = TestPayload(
+        id=item.nodeid,
+        ok=mode is Mode.PASS,
+        mode=mode,
+        cause=cause,
+        detail=str(call.excinfo.value)[:500] if call.excinfo else "",
+        duration=call.duration,
+        nodeid=item.nodeid,
+    )
+    wire.put(item.config, report, payload)
 
 
 def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mode | None:

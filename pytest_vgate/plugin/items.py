@@ -17,7 +17,7 @@ import pytest
 
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.gate_result import decide, evaluate_gate
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import CheckPayload
 from pytest_vgate.plugin.citation_items import collect_document_citations
 from pytest_vgate.plugin.extending import adjust, judge_for
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
@@ -80,25 +80,29 @@ class GatesFileNode(pytest.File):
 class VgateItem(pytest.Item):
     """A gate or verifier item: evaluates to a payload, fails unless it passed."""
 
-    vgate_payload: dict[str, Any] | None = None
+    vgate_payload: CheckPayload | None = None
 
-    def evaluate(self) -> dict[str, Any]:
+    def evaluate(self) -> CheckPayload:
         raise NotImplementedError
 
     def runtest(self) -> None:
         payload = self.evaluate()
         self.vgate_payload = payload
-        for name in ("mode", "cause", "exit_code", "rbg"):
-            value = payload.get(name)
+        for name, value in (
+            ("mode", payload.mode),
+            ("cause", payload.cause),
+            ("exit_code", payload.exit_code),
+            ("rbg", payload.rbg),
+        ):
             if value is not None and value != "":
                 self.user_properties.append((f"vgate_{name}", str(value)))
-        coverage = payload.get("coverage")
-        if isinstance(coverage, dict) and coverage.get("status"):
+        coverage = payload.coverage
+        if coverage is not None and coverage.get("status"):
             self.user_properties.append(("vgate_coverage", str(coverage["status"])))
-        if payload["mode"] == Mode.JUDGMENT.value and not payload.get("strict_failure"):
-            pytest.skip(payload["detail"])
-        if not payload["ok"]:
-            raise VgateFailure(payload["report"])
+        if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
+            pytest.skip(payload.detail)
+        if not payload.ok:
+            raise VgateFailure(payload.report)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         return failure_text(excinfo) or super().repr_failure(excinfo)
@@ -111,19 +115,19 @@ class GateItem(VgateItem):
         super().__init__(**kwargs)
         self.gate = gate
 
-    def evaluate(self) -> dict[str, Any]:
+    def evaluate(self) -> CheckPayload:
         res = resources(self.config)
         problem = remote_problem(res, self.gate.root)
         if problem is not None:  # a worker in another checkout that differs: no verdict
             failed = Verdict.failed(Mode.SANDBOX, problem, cause=Cause.ENVIRONMENT)
-            return decide(self.gate, failed).to_payload()
+            return decide(self.gate, failed).to_payload(nodeid=self.nodeid)
         ctx = replace(
             session_context(self, self.gate.root),
             judge=judge_for(self) if kind_of(self.gate.type).judgment else None,
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
-        payload = evaluate_gate(
+        result = evaluate_gate(
             self.gate,
             ctx,
             strict=res.settings.strict,
@@ -133,10 +137,10 @@ class GateItem(VgateItem):
             coverage=res.settings.measure,
             repeat=res.settings.repeat,
             base_tree=res.base_tree_for(self.gate),
-        ).to_payload()
-        if not payload["ok"]:  # where to point a failure; a pass needs no location
-            payload["targets"] = check_targets(self.gate, self.gate.root)
-        return adjust(self, self.gate, payload)
+        )
+        # where to point a failure; a pass needs no location
+        targets = None if result.ok else tuple(check_targets(self.gate, self.gate.root))
+        return adjust(self, self.gate, result.to_payload(nodeid=self.nodeid, targets=targets))
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.path, max(self.gate.line - 1, 0), f"vgate: {self.gate.id}"
@@ -150,7 +154,7 @@ class VerifierItem(VgateItem):
         self.target = target
         self.line = line
 
-    def evaluate(self) -> dict[str, Any]:
+    def evaluate(self) -> CheckPayload:
         ctx = session_context(self, self.config.rootpath)
         gate = Gate(
             id=self.name,
@@ -161,9 +165,8 @@ class VerifierItem(VgateItem):
             source=self.path,
             line=self.line,
         )
-        payload = decide(gate, run_verifier(self.target, ctx)).to_payload()
-        payload["kind"] = PayloadKind.VERIFIER.value
-        return adjust(self, gate, payload)
+        result = decide(gate, run_verifier(self.target, ctx))
+        return adjust(self, gate, result.to_payload(nodeid=self.nodeid, verifier=True))
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.path, max(self.line - 1, 0), f"verifier: {self.name}"

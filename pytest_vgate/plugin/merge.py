@@ -21,11 +21,22 @@ from types import SimpleNamespace
 from typing import Any, TextIO
 
 from pytest_vgate.errors import VgateError
-from pytest_vgate.payload import PayloadKind
+from pytest_vgate.payload import (
+    MissingPayload,
+    Payload,
+    PayloadError,
+    PayloadKind,
+    payload_of_entry,
+)
 from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4  # 4: as pytest's usage error
+ENTRY_KINDS = (
+    ("gates", PayloadKind.GATE),  # an entry names its kind; a gate when it names none
+    ("citations", PayloadKind.CITATION),
+    ("citation_documents", PayloadKind.CITATION_DOCUMENT),
+)
 
 
 class MergeError(VgateError):
@@ -44,6 +55,14 @@ def read_shard(path: Path) -> dict[str, Any]:
             f"{path}: report version {data.get('version')!r}, this merge reads version "
             f"{REPORT_VERSION}; merge reports written by the same pytest-vgate"
         )
+    for key, kind in ENTRY_KINDS:
+        for i, entry in enumerate(data.get(key) or ()):
+            if not isinstance(entry, dict):
+                raise MergeError(f"{path}: {key}[{i}] is not a JSON object")
+            try:
+                payload_of_entry(entry, kind)
+            except PayloadError as exc:
+                raise MergeError(f"{path}: {key}[{i}]: {exc}") from None
     return data
 
 
@@ -146,17 +165,13 @@ def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
 
 
 def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, Any]:
-    return {
-        "id": gate_id,
-        "kind": PayloadKind.MISSING.value,
-        "claim": claim,
-        "mode": "crash",
-        "cause": "environment",
-        "ok": False,
-        "detail": f"no shard ran gate {gate_id!r} of {rel}: a shard was lost or deselected it",
-        "source": f"{rel}:{line}",
-        "nodeid": f"{rel}::{gate_id}",
-    }
+    return MissingPayload(
+        id=gate_id,
+        claim=claim,
+        detail=f"no shard ran gate {gate_id!r} of {rel}: a shard was lost or deselected it",
+        source=f"{rel}:{line}",
+        nodeid=f"{rel}::{gate_id}",
+    ).to_dict()
 
 
 def _citation_ok(entry: Mapping[str, Any]) -> bool:
@@ -213,17 +228,17 @@ def render_summary(
     """The vgate section of a single run's terminal summary, for the merged report."""
     from pytest_vgate.plugin.summary import write_summary
 
-    payloads: dict[str, dict[str, Any]] = {}
+    payloads: dict[str, Payload] = {}
     for entry in report["gates"]:
-        payloads[str(entry.get("nodeid") or entry["id"])] = dict(entry)
+        payloads[str(entry.get("nodeid") or entry["id"])] = payload_of_entry(
+            entry, PayloadKind.GATE
+        )
     for entry in report["citations"]:
-        payloads[str(entry.get("nodeid") or entry.get("source"))] = {
-            **entry,
-            "kind": PayloadKind.CITATION.value,
-        }
+        key = str(entry.get("nodeid") or entry.get("source"))
+        payloads[key] = payload_of_entry(entry, PayloadKind.CITATION)
     for entry in report.get("citation_documents") or ():
         key = str(entry.get("nodeid") or entry.get("document"))
-        payloads[key] = {**entry, "kind": PayloadKind.CITATION_DOCUMENT.value}
+        payloads[key] = payload_of_entry(entry, PayloadKind.CITATION_DOCUMENT)
     terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
     files = dict.fromkeys(_source_file(e)[0] for e in report["gates"] if e.get("source"))
     res = SimpleNamespace(

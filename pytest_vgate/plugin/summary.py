@@ -18,7 +18,16 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from pytest_vgate.payload import CITATION_KINDS, PayloadKind
+from pytest_vgate.payload import (
+    CheckPayload,
+    CitationDocumentPayload,
+    CitationLike,
+    CitationPayload,
+    GateLike,
+    MissingPayload,
+    Payload,
+    VerifierPayload,
+)
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.table import leading_sentences, table_rows, wrap
 from pytest_vgate.verdict import Mode
@@ -37,8 +46,8 @@ class Line(NamedTuple):
 class SummaryInput:
     """What every section writer reads: the payloads split and ordered, and the terminal."""
 
-    gates: Sequence[tuple[str, Mapping[str, Any]]]  # (nodeid, payload), gates-file order
-    citations: Sequence[Mapping[str, Any]]  # citation and citation-document payloads
+    gates: Sequence[tuple[str, GateLike]]  # (nodeid, payload), gates-file order
+    citations: Sequence[CitationLike]  # citation and citation-document payloads
     warnings: Sequence[str]
     width: int
     verbose: bool
@@ -49,10 +58,15 @@ Section = Callable[[SummaryInput], list[Line]]
 
 
 def write_summary(
-    tr: pytest.TerminalReporter, payloads: Mapping[str, Mapping[str, Any]], res: Resources
+    tr: pytest.TerminalReporter, payloads: Mapping[str, Payload], res: Resources
 ) -> None:
-    gates = {n: p for n, p in payloads.items() if p.get("kind") not in CITATION_KINDS}
-    citations = [p for p in payloads.values() if p.get("kind") in CITATION_KINDS]
+    gates: dict[str, GateLike] = {}
+    citations: list[CitationLike] = []
+    for nodeid, p in payloads.items():
+        if isinstance(p, (CitationPayload, CitationDocumentPayload)):
+            citations.append(p)
+        else:
+            gates[nodeid] = p
     if not gates and not citations and not res.warnings:
         return
     summary = SummaryInput(
@@ -78,21 +92,22 @@ def terminal_width(tr: pytest.TerminalReporter) -> int:
     return max(width, 40)
 
 
-def file_order(payload: Mapping[str, Any], res: Resources) -> tuple[int, str, int, str]:
+def file_order(payload: GateLike, res: Resources) -> tuple[int, str, int, str]:
     """Gates-file order (then test-module order for verifiers), the same plain and under
     xdist, where reports arrive in completion order."""
-    path, _, line = str(payload.get("source") or "").rpartition(":")
+    source = payload.source if isinstance(payload, (CheckPayload, MissingPayload)) else None
+    path, _, line = str(source or "").rpartition(":")
     files = [str(p) for p in res.settings.gates_files]
     rank = files.index(path) if path in files else len(files)
     number = int(line) if line.isdigit() else 0
-    return rank, path, number, str(payload.get("nodeid") or payload.get("id") or "")
+    return rank, path, number, str(payload.nodeid or payload.id or "")
 
 
 def gate_counts(summary: SummaryInput) -> list[Line]:
     """``gates: N (n1 pass, n2 fail, ...)`` in mode order."""
     if not summary.gates:
         return []
-    counts = Counter(str(p.get("mode")) for _, p in summary.gates)
+    counts = Counter(p.mode.value for _, p in summary.gates)
     ordered = sorted(counts.items(), key=lambda kv: _mode_rank(kv[0]))
     listed = ", ".join(f"{n} {mode}" for mode, n in ordered)
     return [Line(f"gates: {len(summary.gates)} ({listed})")]
@@ -103,15 +118,16 @@ def failed_gates(summary: SummaryInput) -> list[Line]:
     failed = [
         (n, p)
         for n, p in summary.gates
-        if (not p.get("ok") and p.get("mode") != "judgment") or p.get("strict_failure")
+        if (not p.ok and p.mode is not Mode.JUDGMENT) or _strict_failure(p)
     ]
     if not failed:
         return []
     lines = [Line("failed gates:")]
     for nodeid, p in failed:
-        cause = f" ({p['cause']})" if p.get("cause") else ""
-        detail = " ".join(str(p.get("detail") or p.get("rbg_reason") or "").split())
-        head = f"{nodeid}: {p.get('mode')}{cause} - "
+        cause = f" ({p.cause.value})" if p.cause else ""
+        reason = p.rbg_reason if isinstance(p, CheckPayload) else ""
+        detail = " ".join((p.detail or reason).split())
+        head = f"{nodeid}: {p.mode.value}{cause} - "
         lines += [Line(line, "red") for line in hint_lines(head, detail, summary.width)]
     return lines
 
@@ -130,6 +146,10 @@ def hint_lines(head: str, text: str, width: int, indent: str = "  ") -> list[str
     return wrap(head + kept + more, width, indent=indent, subsequent=indent + "    ")
 
 
+def _strict_failure(payload: GateLike) -> bool:
+    return isinstance(payload, CheckPayload) and payload.strict_failure
+
+
 def _mode_rank(mode: str) -> int:
     return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
 
@@ -139,12 +159,14 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
     status and cause. With ``-v`` each row is followed by the reason for its status."""
     width = summary.width
     rows = [
-        (n, p) for n, p in summary.gates if p.get("rbg") or p.get("kind") == PayloadKind.VERIFIER
+        (n, p)
+        for n, p in summary.gates
+        if isinstance(p, CheckPayload) and (p.rbg or isinstance(p, VerifierPayload))
     ]
     if not rows:
         return []
-    counts = Counter(str(p["rbg"]) for _, p in rows if p.get("rbg"))
-    trees = sorted({str(p["tree_label"]) for _, p in rows if p.get("tree_label")})
+    counts = Counter(p.rbg.value for _, p in rows if p.rbg)
+    trees = sorted({p.tree_label for _, p in rows if p.tree_label})
     where = f" (now = {', '.join(trees)})" if trees else ""
     listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     title = f"red-before-green: {listed or 'no evidence'}{where}"
@@ -152,20 +174,20 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
     header = ("gate", "red evidence", "now", "coverage", "status", "cause")
     table = [
         (
-            str(p.get("id", nodeid)),
+            p.id,
             _red_text(p),
             _now_text(p),
             _coverage_text(p),
-            str(p.get("rbg") or "-"),
-            str(p.get("cause") or "-"),
+            p.rbg.value if p.rbg else "-",
+            p.cause.value if p.cause else "-",
         )
-        for nodeid, p in rows
+        for _, p in rows
     ]
     groups = table_rows(header, table, width)
     lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
         lines += [Line(line) for line in group]
-        reason = " ".join(str(p.get("rbg_reason") or "").split())
+        reason = " ".join(p.rbg_reason.split())
         if summary.verbose and reason:
             lines += [Line(line) for line in wrap(reason, width, indent="      ")]
     return lines
@@ -191,13 +213,13 @@ def _run_text(record: Mapping[str, Any], *, with_time: bool) -> str:
     return f"{label} {outcome}" + (f" at {when}" if when else "")
 
 
-def _red_text(p: Mapping[str, Any]) -> str:
+def _red_text(p: CheckPayload) -> str:
     """The red evidence; without one, what the base run did instead (never/weak red)."""
-    red = p.get("red")
-    this_session = {str(r.get("time")) for r in p.get("records") or () if isinstance(r, Mapping)}
+    red = p.red
+    this_session = {str(r.get("time")) for r in p.records if isinstance(r, Mapping)}
     if isinstance(red, Mapping):
         return _run_text(red, with_time=str(red.get("time")) not in this_session)
-    for record in p.get("records") or ():
+    for record in p.records:
         if isinstance(record, Mapping) and record.get("where") == "base":
             text = _run_text(record, with_time=False)
             if record.get("mode") == "pass":
@@ -206,26 +228,26 @@ def _red_text(p: Mapping[str, Any]) -> str:
     return "-"
 
 
-def _coverage_text(p: Mapping[str, Any]) -> str:
+def _coverage_text(p: CheckPayload) -> str:
     """covers / partial / misses / no-change / unmeasured, or - when not measured."""
-    coverage = p.get("coverage")
-    return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
+    coverage = p.coverage
+    return str(coverage.get("status") or "-") if coverage is not None else "-"
 
 
-def _now_text(p: Mapping[str, Any]) -> str:
+def _now_text(p: CheckPayload) -> str:
     """The run on the current tree: what it did, not what the gate was judged."""
-    code = p.get("exit_code")
-    green = p.get("green")
-    mode = green.get("mode") if isinstance(green, Mapping) else p.get("mode")
+    code = p.exit_code
+    green = p.green
+    mode = green.get("mode") if green is not None else p.mode.value
     if code is not None:
         return f"exit {code}"
     return str(mode or "-")
 
 
-def _citations(summary: SummaryInput) -> list[Mapping[str, Any]]:
+def _citations(summary: SummaryInput) -> list[CitationPayload]:
     """The citation payloads in document order: under xdist reports arrive in any order,
     and the summary must not depend on it."""
-    found = (p for p in summary.citations if p.get("kind") == PayloadKind.CITATION)
+    found = (p for p in summary.citations if isinstance(p, CitationPayload))
     return sorted(found, key=_document_order)
 
 
@@ -235,25 +257,25 @@ def citation_documents(summary: SummaryInput) -> list[Line]:
         return []
     documents: dict[str, int] = {}
     for c in _citations(summary):
-        document = c["source"].rsplit(":", 1)[0]
+        document = c.source.rsplit(":", 1)[0]
         documents[document] = documents.get(document, 0) + 1
     unread: list[Line] = []
     for p in summary.citations:
-        if p.get("kind") == PayloadKind.CITATION_DOCUMENT:
-            documents.setdefault(str(p["document"]), 0)
-            if not p.get("ok"):
-                unread.append(Line(f"  {p['document']}: not audited: {p.get('detail')}", "red"))
+        if isinstance(p, CitationDocumentPayload):
+            documents.setdefault(p.document, 0)
+            if not p.ok:
+                unread.append(Line(f"  {p.document}: not audited: {p.detail}", "red"))
     listed = ", ".join(f"{doc} ({n})" for doc, n in sorted(documents.items()))
     return [Line(f"citation documents: {len(documents)}: {listed}"), *unread]
 
 
 def citation_fixes(summary: SummaryInput) -> list[Line]:
     """The citations ``--vgate-fix`` rewrote: where, and from what to what."""
-    fixed = [c for c in _citations(summary) if c.get("fixed_from")]
+    fixed = [c for c in _citations(summary) if c.fixed_from]
     if not fixed:
         return []
     lines = [Line(f"citations rewritten by --vgate-fix: {len(fixed)}")]
-    lines += [Line(f"  {c['source']}: {c['fixed_from']} -> {c['location']}") for c in fixed]
+    lines += [Line(f"  {c.source}: {c.fixed_from} -> {c.location}") for c in fixed]
     return lines
 
 
@@ -265,16 +287,14 @@ def citation_result(summary: SummaryInput) -> list[Line]:
     from pytest_vgate.citations import CitationResult, summary_block
 
     results = [
-        CitationResult.from_dict(
-            c["original"] if c.get("original") and c.get("ok") else c["result"]
-        )
+        CitationResult.from_dict(c.original if c.original and c.ok else c.result)
         for c in _citations(summary)
     ]
     return [Line(line) for line in summary_block(results, summary.rootpath).splitlines()]
 
 
-def _document_order(payload: Mapping[str, Any]) -> tuple[str, int]:
-    cited = payload["result"]["citation"]
+def _document_order(payload: CitationPayload) -> tuple[str, int]:
+    cited = payload.result["citation"]
     return str(cited["document"]), int(cited["offset"])
 
 
