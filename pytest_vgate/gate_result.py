@@ -84,7 +84,7 @@ class GateResult:
             rbg=self.rbg,
             rbg_reason=self.rbg_reason,
             exit_code=v.exit_code,
-            duration=v.duration,
+            duration=round(v.duration, 6),
             command=tuple(v.command or self.gate.argv),
             detail=v.detail,
             stdout=v.stdout,

@@ -54,7 +54,7 @@ class JsonObject(Mapping[str, Any]):
     @classmethod
     def from_dict(cls, data: object) -> JsonObject:
         if not isinstance(data, dict):
-            raise JsonShapeError("JsonObject", f"expected a JSON object, got {type(data).__name__}")
+            raise TypeError(f"expected a JSON object, got {type(data).__name__}")
         return cls(data)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from pytest_vgate.judging import (
     payload_state,
     verdict_from_judgment,
 )
+from pytest_vgate.payload import GatePayload
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import GateType
@@ -138,25 +140,26 @@ def test_a_hanging_judge_times_out_at_the_gates_deadline(tmp_path: Path) -> None
 # -- adjusters ---------------------------------------------------------------------------
 
 
-def _payload(state: str) -> dict[str, Any]:
-    mode = {"pass": "pass", "fail": "fail", "skip": "judgment", "strict": "judgment"}[state]
-    return {
-        "id": "g",
-        "ok": state == "pass",
-        "mode": mode,
-        "cause": "product" if state == "fail" else None,
-        "strict_failure": state == "strict",
-        "detail": "",
-        "report": f"gate 'g' failed: mode {mode}",
-    }
+def _payload(state: str) -> GatePayload:
+    mode = {"pass": Mode.PASS, "fail": Mode.FAIL, "skip": Mode.JUDGMENT, "strict": Mode.JUDGMENT}
+    return GatePayload(
+        id="g",
+        ok=state == "pass",
+        mode=mode[state],
+        cause=Cause.PRODUCT if state == "fail" else None,
+        strict_failure=state == "strict",
+        detail="",
+        report=f"gate 'g' failed: mode {mode[state].value}",
+    )
 
 
 def test_a_stricter_answer_is_applied() -> None:
     answer = Verdict.failed(Mode.FAIL, "policy says no", cause=Cause.BROKEN_TEST)
     result = apply_adjustments(_payload("pass"), [("policy", Call(value=answer))])
-    assert (result["ok"], result["mode"], result["cause"]) == (False, "fail", "broken_test")
-    assert result["adjustments"][0]["action"] == "applied"
-    assert result["report"].startswith("gate 'g' failed: mode fail, cause broken_test")
+    assert (result.ok, result.mode, result.cause) == (False, "fail", "broken_test")
+    assert result.adjustments is not None
+    assert result.adjustments[0]["action"] == "applied"
+    assert result.report.startswith("gate 'g' failed: mode fail, cause broken_test")
 
 
 @pytest.mark.parametrize("state", ["fail", "skip", "strict"])
@@ -164,9 +167,10 @@ def test_a_stricter_answer_is_applied() -> None:
 def test_an_upgrade_is_ignored_and_reported(state: str, mode: Mode) -> None:
     before = _payload(state)
     result = apply_adjustments(before, [("upgrader", Call(value=Verdict(mode=mode)))])
-    assert {k: result[k] for k in before} == before
-    assert result["adjustments"][0]["action"] == "ignored"
-    assert "may only make a verdict stricter" in result["adjustments"][0]["detail"]
+    assert replace(result, adjustments=None) == before
+    assert result.adjustments is not None
+    assert result.adjustments[0]["action"] == "ignored"
+    assert "may only make a verdict stricter" in result.adjustments[0]["detail"]
 
 
 @pytest.mark.parametrize(
@@ -181,7 +185,7 @@ def test_an_upgrade_is_ignored_and_reported(state: str, mode: Mode) -> None:
 )
 def test_a_broken_adjuster_fails_the_gate(call: Call, mode: str) -> None:
     result = apply_adjustments(_payload("pass"), [("broken", call)])
-    assert (result["ok"], result["mode"]) == (False, mode)
+    assert (result.ok, result.mode) == (False, mode)
 
 
 _answers = st.one_of(

@@ -9,26 +9,32 @@ from pathlib import Path
 import pytest
 from helpers.report import report_errors
 
+from pytest_vgate.payload import Payload, decode_payload
 from pytest_vgate.report import REPORT_VERSION, build_report, check_targets
 from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
 
-def _gate(gate_id: str, mode: str, *, ok: bool, rbg: str | None = None, **extra: object) -> dict:  # type: ignore[type-arg]
-    return {"kind": "gate", "id": gate_id, "mode": mode, "ok": ok, "rbg": rbg, **extra}
+def _gate(gate_id: str, mode: str, *, ok: bool, rbg: str | None = None, **extra: object) -> Payload:
+    return decode_payload(
+        {"kind": "gate", "id": gate_id, "mode": mode, "ok": ok, "rbg": rbg, **extra}
+    )
 
 
 IGNORED = {"plugin": "p", "action": "ignored", "from": "timeout", "to": "pass"}
 
 
-def _citation(status: str, beyond_end: bool = False) -> dict:  # type: ignore[type-arg]
-    return {
-        "kind": "citation",
-        "source": "doc.md:1",
-        "citation": "a.py:1",
-        "status": status,
-        "result": {"citation": {"document": "doc.md", "offset": 0}, "beyond_end": beyond_end},
-    }
+def _citation(status: str, beyond_end: bool = False) -> Payload:
+    return decode_payload(
+        {
+            "kind": "citation",
+            "source": "doc.md:1",
+            "citation": "a.py:1",
+            "status": status,
+            "ok": status == "verified",
+            "result": {"citation": {"document": "doc.md", "offset": 0}, "beyond_end": beyond_end},
+        }
+    )
 
 
 def test_the_summary_counts_gates_by_outcome_mode_and_rbg_and_citations_by_status() -> None:

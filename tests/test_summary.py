@@ -19,14 +19,23 @@ from pytest_vgate.citations.result import CitationResult
 from pytest_vgate.plugin import summary
 from pytest_vgate.plugin.merge import _Terminal
 from pytest_vgate.plugin.summary import SECTIONS, Line, SummaryInput
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.payload import (
+    CitationDocumentPayload,
+    CitationLike,
+    CitationPayload,
+    GateLike,
+    GatePayload,
+    Payload,
+    decode_payload,
+)
+from pytest_vgate.verdict import CitationStatus, Mode
 
 ROOT = Path("/repo")
 
 
 def given(
-    gates: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    citations: Sequence[Mapping[str, Any]] = (),
+    gates: Sequence[tuple[str, GateLike]] = (),
+    citations: Sequence[CitationLike] = (),
     warnings: Sequence[str] = (),
     *,
     width: int = 100,
@@ -35,23 +44,29 @@ def given(
     return SummaryInput(gates, citations, warnings, width, verbose, ROOT)
 
 
-def gate(gate_id: str, mode: str, **extra: Any) -> tuple[str, dict[str, Any]]:
+def gate(gate_id: str, mode: str, **extra: Any) -> tuple[str, GatePayload]:
     payload = {"kind": "gate", "id": gate_id, "mode": mode, "ok": mode == "pass", **extra}
-    return f"gates.yaml::{gate_id}", payload
+    decoded = decode_payload(payload)
+    assert isinstance(decoded, GatePayload)
+    return f"gates.yaml::{gate_id}", decoded
 
 
-def citation(document: str, line: int, status: CitationStatus, **extra: Any) -> dict[str, Any]:
+def citation(document: str, line: int, status: CitationStatus, **extra: Any) -> CitationPayload:
     cited = Citation(ROOT / document, line, line * 10, f"src/a.py:{line}", "src/a.py", line, line)
     result = CitationResult(cited, status, reason="r").to_dict()
     ok = status is CitationStatus.VERIFIED
-    return {
-        "kind": "citation",
-        "ok": ok,
-        "source": f"{document}:{line}",
-        "location": cited.location,
-        "result": result,
-        **extra,
-    }
+    decoded = decode_payload(
+        {
+            "kind": "citation",
+            "ok": ok,
+            "source": f"{document}:{line}",
+            "location": cited.location,
+            "result": result,
+            **extra,
+        }
+    )
+    assert isinstance(decoded, CitationPayload)
+    return decoded
 
 
 def texts(lines: list[Line]) -> list[str]:
@@ -118,8 +133,8 @@ def test_citation_documents_counts_per_document_and_lists_unread_ones() -> None:
         citation("b.md", 2, CitationStatus.VERIFIED),
         citation("a.md", 1, CitationStatus.VERIFIED),
         citation("b.md", 1, CitationStatus.DROPPED),
-        {"kind": "citation-document", "document": "c.md", "ok": False, "detail": "a FIFO"},
-        {"kind": "citation-document", "document": "a.md", "ok": True},
+        CitationDocumentPayload(document="c.md", ok=False, mode=Mode.ERROR, detail="a FIFO"),
+        CitationDocumentPayload(document="a.md", ok=True, mode=Mode.PASS),
     ]
     lines = summary.citation_documents(given(citations=citations))
     assert lines == [
@@ -172,8 +187,8 @@ def test_sections_run_in_order_and_a_new_section_is_one_entry(monkeypatch: Any) 
 
 
 def _render(
-    gates: Sequence[tuple[str, Mapping[str, Any]]],
-    citations: Sequence[Mapping[str, Any]],
+    gates: Sequence[tuple[str, GateLike]],
+    citations: Sequence[CitationLike],
     warnings: Sequence[str],
     verbose: int = 0,
 ) -> str:
@@ -181,7 +196,7 @@ def _render(
     terminal = _Terminal(out, str(ROOT), verbose)
     terminal.width = 100
     terminal._tw = SimpleNamespace(fullwidth=100)
-    payloads: dict[str, Mapping[str, Any]] = dict(gates)
+    payloads: dict[str, Payload] = dict(gates)
     payloads.update({f"c{i}": c for i, c in enumerate(citations)})
     res = SimpleNamespace(warnings=list(warnings), settings=SimpleNamespace(gates_files=[]))
     summary.write_summary(terminal, payloads, res)  # type: ignore[arg-type]
@@ -211,7 +226,7 @@ FULL_GATES = [
 FULL_CITATIONS = [
     citation("a.md", 2, CitationStatus.FABRICATED),
     citation("a.md", 1, CitationStatus.VERIFIED, fixed_from="src/a.py:7"),
-    {"kind": "citation-document", "document": "b.md", "ok": False, "detail": "not UTF-8"},
+    CitationDocumentPayload(document="b.md", ok=False, mode=Mode.ERROR, detail="not UTF-8"),
 ]
 # What the summary printed for this input before it was cut into section writers.
 FULL_TEXT = """\

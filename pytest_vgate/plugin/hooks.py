@@ -323,7 +323,7 @@ def tag_marked_test(
         mode=mode,
         cause=cause,
         detail=str(call.excinfo.value)[:500] if call.excinfo else "",
-        duration=call.duration,
+        duration=round(call.duration, 6),
         nodeid=item.nodeid,
     )
     wire.put(item.config, report, payload)

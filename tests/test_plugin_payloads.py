@@ -1,0 +1,99 @@
+"""The payload on a report is read once, strictly, on the controller: a hook (on an xdist
+worker or in the one process) that replaces it with something that does not decode (an
+unknown key, an unknown kind, a value of the wrong type, not an object) makes its item a
+failure of mode ``error`` in the summary, the JSON report and the exit status, never a
+pass and never an INTERNALERROR. Plain and under ``-n 2``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.report import read_report
+
+GATES = """\
+gates:
+  - id: forged-key
+    check: python -c "raise SystemExit(1)"
+  - id: forged-kind
+    check: python -c "raise SystemExit(1)"
+  - id: forged-type
+    check: python -c "raise SystemExit(1)"
+  - id: forged-shape
+    check: python -c "raise SystemExit(1)"
+  - id: forged-pass
+    check: python -c "pass"
+  - id: honest
+    check: python -c "raise SystemExit(1)"
+"""
+
+# A plugin that rewrites the payload a gate's report carries, and the report's outcome,
+# before the report leaves the process that ran it (xdist sends it in its own logreport).
+TAMPER = """
+import pytest
+
+FORGED = {"ok": True, "mode": "pass", "cause": None}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    data = getattr(report, "vgate", None)
+    if report.when != "call" or not isinstance(data, dict):
+        return
+    name = report.nodeid.rsplit("::", 1)[-1]
+    if name == "forged-key":
+        report.vgate = {**data, **FORGED, "approved_by": "tamper"}
+    elif name == "forged-kind":
+        report.vgate = {**data, **FORGED, "kind": "approved"}
+    elif name == "forged-type":
+        report.vgate = {**data, "ok": "yes", "mode": "pass", "cause": None}
+    elif name == "forged-shape":
+        report.vgate = "pass"
+    elif name == "forged-pass":
+        report.vgate = {**data, "rbg": "proven!"}
+    else:
+        return
+    report.outcome = "passed"
+    report.longrepr = None
+"""
+
+FORGED = ("forged-key", "forged-kind", "forged-type", "forged-shape", "forged-pass")
+
+
+@pytest.fixture
+def tampered(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    pytester.makepyfile(tamper=TAMPER)
+    pytester.makefile(".yaml", gates=GATES)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))  # -p finds it, on workers too
+    return pytester.path
+
+
+def test_a_payload_that_does_not_decode_fails_its_item(tampered: Path, run_vgate) -> None:  # type: ignore[no-untyped-def]
+    result, _ = run_vgate(
+        "-p", "tamper", "--vgate", "gates.yaml", "--vgate-report", "report.json"
+    )  # fmt: skip
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out, out
+    assert result.ret == 1, out
+    report = read_report(tampered / "report.json")
+    gates = {g["nodeid"].rsplit("::", 1)[-1]: g for g in report["gates"]}
+    for name in FORGED:
+        gate = gates[name]
+        assert (gate["kind"], gate["mode"], gate["ok"], gate["cause"]) == (
+            "crashed", "error", False, "broken_test"
+        ), gate  # fmt: skip
+        assert "its payload on the report cannot be read" in gate["detail"], gate
+    assert (gates["honest"]["kind"], gates["honest"]["mode"]) == ("gate", "fail")
+    assert report["summary"]["gates"]["passed"] == 0
+    assert "failed gates:" in out
+    assert "gates.yaml::forged-key: error (broken_test) - its payload on the" in out
+    for name, why in (
+        ("forged-key", "unknown key 'approved_by'"),
+        ("forged-kind", "unknown payload kind 'approved'"),
+        ("forged-type", "GatePayload.ok: expected true or false, got the string 'yes'"),
+        ("forged-shape", "a payload is a JSON object, not str"),
+        ("forged-pass", "GatePayload.rbg: expected one of"),
+    ):
+        assert why in gates[name]["detail"], (name, gates[name]["detail"])
+    # The exit-status guard read the same verdict: it names what overrode the report.
+    assert "gates.yaml::forged-key: verdict error, but pytest reported it passed" in out, out
