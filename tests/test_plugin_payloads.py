@@ -97,3 +97,15 @@ def test_a_payload_that_does_not_decode_fails_its_item(tampered: Path, run_vgate
         assert why in gates[name]["detail"], (name, gates[name]["detail"])
     # The exit-status guard read the same verdict: it names what overrode the report.
     assert "gates.yaml::forged-key: verdict error, but pytest reported it passed" in out, out
+
+
+def test_a_forged_pass_that_does_not_decode_fails_the_session(tampered: Path, run_vgate) -> None:  # type: ignore[no-untyped-def]
+    """Only forged gates selected: every one of them failed and its report says passed."""
+    result, cases = run_vgate(
+        "-p", "tamper", "--vgate", "gates.yaml", "-k", "forged-key or forged-kind or forged-type"
+    )  # fmt: skip
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out, out
+    assert result.ret == 1, out
+    assert "3 passed" in out  # what the tampered reports say; the verdicts say otherwise
+    assert "verdict error, but pytest reported it passed" in out
