@@ -146,3 +146,24 @@ def test_a_report_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
     result = merge(bad, cwd=tmp_path)
     assert result.returncode == 4
     assert f"{bad}: cannot read the JSON report" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"kind": "gate", "id": "g", "ok": "yes", "mode": "pass"}, "GatePayload.ok: expected"),
+        ({"kind": "approved", "id": "g", "ok": True, "mode": "pass"}, "unknown payload kind"),
+        ({"kind": "gate", "id": "g", "ok": True, "mode": "passed"}, "GatePayload.mode"),
+        ("a gate", "gates[0] is not a JSON object"),
+    ],
+    ids=["ok-str", "unknown-kind", "unknown-mode", "not-an-object"],
+)
+def test_a_shard_whose_entries_are_not_payloads_is_a_usage_error(
+    tmp_path: Path, entry: object, why: str
+) -> None:
+    """A shard that would pass a gate on a value the plugin never writes is not merged."""
+    shard = tmp_path / "shard.forged"  # not *.json: the suite's schema net would refuse it
+    shard.write_text(json.dumps({"version": 2, "gates": [entry], "citations": []}))
+    result = merge(shard, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert f"{shard}: " in result.stderr and why in result.stderr, result.stderr
