@@ -152,9 +152,10 @@ def _decode_dataclass(cls: type, data: object, where: str) -> Any:
         unknown = sorted(str(k) for k in data if k not in shape.keys)
         raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {shape.names})")
     kwargs: dict[str, Any] = {}
-    for name, decoder, required in shape.fields:
+    top = where == cls.__name__  # the usual case: the field paths are made already
+    for name, decoder, required, path in shape.fields:
         if name in data:
-            kwargs[name] = decoder(data[name], f"{where}.{name}")
+            kwargs[name] = decoder(data[name], path if top else f"{where}.{name}")
         elif required:
             raise JsonShapeError(f"{where}.{name}", "missing")
     try:
@@ -167,11 +168,11 @@ def _decode_dataclass(cls: type, data: object, where: str) -> Any:
 
 class _Shape(typing.NamedTuple):
     """How a dataclass decodes, worked out once: its keys (fields and derived names), the
-    fields' names for messages, and (name, decoder, required) per field."""
+    fields' names for messages, and (name, decoder, required, ``Class.name``) per field."""
 
     keys: frozenset[str]
     names: str
-    fields: tuple[tuple[str, Callable[[object, str], Any], bool], ...]
+    fields: tuple[tuple[str, Callable[[object, str], Any], bool, str], ...]
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -183,7 +184,9 @@ def _shape(cls: type) -> _Shape:
     shape = _Shape(
         keys=frozenset((*(f.name for f in fields), *derived)),
         names=", ".join(f.name for f in fields),
-        fields=tuple((f.name, _decoder(f.hint), f.required) for f in fields),
+        fields=tuple(
+            (f.name, _decoder(f.hint), f.required, f"{cls.__name__}.{f.name}") for f in fields
+        ),
     )
     _SHAPES[cls] = shape
     return shape
@@ -209,11 +212,18 @@ def _make_decoder(hint: Any) -> Callable[[object, str], Any]:
         return _as_is
     origin = typing.get_origin(hint)
     if origin is typing.Union or origin is types.UnionType:
-        return functools.partial(_decode_union, typing.get_args(hint))
+        arms = typing.get_args(hint)
+        if len(arms) == 2 and type(None) in arms:  # X | None
+            arm = arms[0] if arms[1] is type(None) else arms[1]
+            return functools.partial(_decode_optional, _decoder(arm))
+        return functools.partial(_decode_union, arms)
     if origin is typing.Literal:
         return functools.partial(_decode_literal, typing.get_args(hint))
+    args = typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]
+        return functools.partial(_decode_tuple_of, _decoder(args[0]))
     if origin is not None:
-        return functools.partial(_decode_generic, origin, typing.get_args(hint))
+        return functools.partial(_decode_generic, origin, args)
     if hint is type(None):
         return _null
     if isinstance(hint, type):
@@ -272,6 +282,16 @@ def _decode_named_tuple(hint: Any, data: object, where: str) -> Any:
 
 def _cannot_decode(hint: Any, data: object, where: str) -> Any:
     raise TypeError(f"{where}: from_json() cannot decode the type {hint!r}")
+
+
+def _decode_optional(decoder: Callable[[object, str], Any], data: object, where: str) -> Any:
+    return None if data is None else decoder(data, where)
+
+
+def _decode_tuple_of(decoder: Callable[[object, str], Any], data: object, where: str) -> Any:
+    if not isinstance(data, (list, tuple)):
+        raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
+    return tuple([decoder(item, f"{where}[{i}]") for i, item in enumerate(data)])
 
 
 def _decode_union(arms: Sequence[Any], data: object, where: str) -> Any:

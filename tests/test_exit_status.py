@@ -12,7 +12,9 @@ import sys
 
 import pytest
 
+from pytest_vgate.payload import GatePayload, decode_payload
 from pytest_vgate.plugin.exit_status import env_deselection, mark_reasons, nested_status, verdict_ok
+from pytest_vgate.verdict import Mode
 
 PY = shlex.quote(sys.executable)
 GATES = (
@@ -127,9 +129,10 @@ def test_the_small_rules() -> None:
     assert nested_status([]) == pytest.ExitCode.NO_TESTS_COLLECTED
     assert nested_status(["passed", "error"]) == pytest.ExitCode.TESTS_FAILED
     assert nested_status(["skipped"]) is None
-    assert verdict_ok({"mode": "judgment", "ok": False})
-    assert not verdict_ok({"mode": "judgment", "ok": False, "strict_failure": True})
-    assert not verdict_ok({"kind": "citation", "status": "corrected"})
+    assert verdict_ok(GatePayload(id="j", mode=Mode.JUDGMENT, ok=False))
+    assert not verdict_ok(GatePayload(id="j", mode=Mode.JUDGMENT, ok=False, strict_failure=True))
+    cited = {"source": "a.md:1", "status": "corrected", "ok": False, "mode": "fail", "result": {}}
+    assert not verdict_ok(decode_payload({"kind": "citation", **cited}))
     assert mark_reasons(pytest.mark.skip.mark) == ["unconditional skip"]
     assert mark_reasons(pytest.mark.skipif("sys.platform == 'x'").mark) == [
         "condition: sys.platform == 'x'"

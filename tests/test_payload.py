@@ -192,7 +192,7 @@ def test_a_report_entry_reads_back_as_its_payload() -> None:
     assert citation == EXAMPLES["citation"]
     with pytest.raises(PayloadError, match="unknown payload kind 'bogus'"):
         payload_of_entry({**by_kind["gate"], "kind": "bogus"}, PayloadKind.GATE)
-    with pytest.raises(PayloadError, match="GatePayload.ok"):
+    with pytest.raises(PayloadError, match=r"GatePayload\.ok"):
         payload_of_entry({**by_kind["gate"], "ok": "yes"}, PayloadKind.GATE)
 
 

@@ -9,16 +9,13 @@ into sections.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import CitationResult
-from pytest_vgate.plugin import summary
-from pytest_vgate.plugin.merge import _Terminal
-from pytest_vgate.plugin.summary import SECTIONS, Line, SummaryInput
 from pytest_vgate.payload import (
     CitationDocumentPayload,
     CitationLike,
@@ -28,6 +25,9 @@ from pytest_vgate.payload import (
     Payload,
     decode_payload,
 )
+from pytest_vgate.plugin import summary
+from pytest_vgate.plugin.merge import _Terminal
+from pytest_vgate.plugin.summary import SECTIONS, Line, SummaryInput
 from pytest_vgate.verdict import CitationStatus, Mode
 
 ROOT = Path("/repo")

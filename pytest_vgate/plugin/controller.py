@@ -83,7 +83,6 @@ class Controller:
         report.user_properties.append(("vgate_mode", "crash"))
         report.user_properties.append(("vgate_cause", "environment"))
         wire.put(
-            self.config,
             report,
             CrashedPayload(
                 id=crashitem, detail="the xdist worker running this item died", nodeid=crashitem

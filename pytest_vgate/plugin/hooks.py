@@ -285,6 +285,10 @@ def _is_vgate_item(item: pytest.Item) -> bool:
     return isinstance(item, (_items.VgateItem, CitationItem, CitationDocumentItem))
 
 
+# A payload leaves the process (an xdist worker's report, --report-log) as its JSON object.
+pytest_report_to_serializable = wire.pytest_report_to_serializable
+
+
 def attach_verdict(
     item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
 ) -> None:
@@ -292,9 +296,7 @@ def attach_verdict(
     test gets a mode and a cause. Called by the entry point's ``makereport`` wrapper."""
     payload = getattr(item, "vgate_payload", None)
     if payload is not None:
-        wire.put(
-            item.config, report, payload
-        )  # its JSON form survives xdist's report serialisation
+        wire.put(report, payload)  # typed here; its JSON wherever the report is serialised
         if report.skipped and isinstance(item, _items.GateItem):
             # Point the skip at the gate in its gates file, not at our code.
             report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload.detail}")
@@ -326,7 +328,7 @@ def tag_marked_test(
         duration=round(call.duration, 6),
         nodeid=item.nodeid,
     )
-    wire.put(item.config, report, payload)
+    wire.put(report, payload)
 
 
 def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mode | None:

@@ -1,60 +1,73 @@
-"""An item's payload on its report: the JSON form out, one strict decode in.
+"""An item's payload on its report: typed in its process, its JSON object across xdist.
 
-The item's call report carries its payload as ``report.vgate``, the JSON object of its
-type (plain values: what survives xdist, ``--report-log`` and any plugin that serialises
-reports). On the controller :func:`payload_of` reads it once per report, for every reader
-(the controller's record, the exit-status guard). A payload made in this process is
-taken back as the object it was encoded from, as long as the report still carries that
-very JSON object (nothing is decoded, and what the item observed stands whatever a hook
-wrote into it); any other (a worker's, or one a hook put there) is decoded, strictly. A
-payload that does not decode (a kind nobody knows, an unknown key, a wrong type) is never
-taken at its word: it reads as a failed item of mode ``error`` that says why.
+The item's call report carries its payload as ``report.vgate``. In the process that ran
+the item it is the frozen payload itself; wherever the report is serialised (an xdist
+worker sending it, ``--report-log``) it becomes the payload's JSON object (plain values),
+in :func:`pytest_report_to_serializable`. On the controller :func:`payload_of` reads it
+once per report, for every reader (the controller's record, the exit-status guard): a
+JSON object is decoded, strictly. A payload that does not decode (a kind nobody knows,
+an unknown key, a wrong type), or anything else a hook put there, is never taken at its
+word: it reads as a failed item of mode ``error`` that says why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
 import pytest
 
-from pytest_vgate.payload import CrashedPayload, Payload, PayloadError, decode_payload
+from pytest_vgate.payload import (
+    PAYLOAD_TYPES,
+    CrashedPayload,
+    Payload,
+    PayloadError,
+    decode_payload,
+)
 from pytest_vgate.verdict import Cause, Mode
 
 ATTRIBUTE = "vgate"
-# per report: (the JSON object it carried, the payload read from it)
+_TYPES = tuple(PAYLOAD_TYPES.values())
+# per report: (what it carried, the payload read from it); a JSON object is decoded once
 _READ = pytest.StashKey["WeakKeyDictionary[pytest.TestReport, tuple[Any, Payload | None]]"]()
 
 
-def put(config: pytest.Config, report: pytest.TestReport, payload: Payload) -> None:
+def put(report: pytest.TestReport, payload: Payload) -> None:
     """Hand ``payload`` to the controller on ``report``."""
-    data = payload.to_dict()
-    setattr(report, ATTRIBUTE, data)
-    _read(config)[report] = (data, payload)
+    setattr(report, ATTRIBUTE, payload)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(
+    report: pytest.CollectReport | pytest.TestReport,
+) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+    """The payload leaves its process as its JSON object."""
+    data = yield
+    payload = getattr(report, ATTRIBUTE, None)
+    if isinstance(data, dict) and isinstance(payload, _TYPES):
+        data[ATTRIBUTE] = payload.to_dict()
+    return data
 
 
 def payload_of(config: pytest.Config, report: pytest.TestReport) -> Payload | None:
     """The payload ``report`` carries (None: it carries none), read once per report."""
-    read = _read(config)
     data = getattr(report, ATTRIBUTE, None)
+    if data is None or (type(data) in _TYPES and data.nodeid == report.nodeid):
+        return data  # made in this process
+    read = config.stash.setdefault(_READ, WeakKeyDictionary())
     known = read.get(report)
     if known is not None and known[0] is data:
         return known[1]
-    payload = None if data is None else _decode(data, report.nodeid)
+    payload = _decode(data, report.nodeid)
     read[report] = (data, payload)
     return payload
 
 
-def _read(
-    config: pytest.Config,
-) -> WeakKeyDictionary[pytest.TestReport, tuple[Any, Payload | None]]:
-    return config.stash.setdefault(_READ, WeakKeyDictionary())
-
-
 def _decode(data: object, nodeid: str) -> Payload:
     try:
-        payload = decode_payload(data)
+        payload = data if type(data) in _TYPES else decode_payload(data)
     except PayloadError as exc:  # fail closed: a verdict that cannot be read is a failure
         return CrashedPayload(
             id=nodeid,
@@ -64,6 +77,7 @@ def _decode(data: object, nodeid: str) -> Payload:
             "worker changed it, so its verdict is not taken",
             nodeid=nodeid,
         )
+    assert isinstance(payload, _TYPES)
     if payload.nodeid != nodeid:  # the report's node id is the one pytest knows
         payload = replace(payload, nodeid=nodeid)
     return payload
