@@ -9,6 +9,7 @@ payload on the report) is in test_plugin_hooks.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import fields, replace
 from pathlib import Path
@@ -96,13 +97,22 @@ def _citation_payload() -> CitationPayload:
 EXAMPLES: dict[str, Payload] = {
     "gate": _gate_payload(),
     "verifier": _gate_payload(verifier=True),
-    "test": TestPayload(id="t", ok=False, mode=Mode.FAIL, cause=Cause.PRODUCT, duration=0.25),
+    "test": TestPayload(
+        id="t.py::t", ok=False, mode=Mode.FAIL, cause=Cause.PRODUCT, duration=0.25, nodeid="t.py::t"
+    ),
     "crashed": CrashedPayload(id="t", detail="the worker died", nodeid="t"),
     "citation": _citation_payload(),
     "citation-document": CitationDocumentPayload(
-        document="d.md", ok=False, mode=Mode.ERROR, cause=Cause.BROKEN_TEST, detail="binary"
+        document="d.md",
+        ok=False,
+        mode=Mode.ERROR,
+        cause=Cause.BROKEN_TEST,
+        detail="binary",
+        nodeid="d.md::document",
     ),
-    "missing": MissingPayload(id="m", claim="c", detail="no shard ran it", source="g.yaml:1"),
+    "missing": MissingPayload(
+        id="m", claim="c", detail="no shard ran it", source="g.yaml:1", nodeid="g.yaml::m"
+    ),
 }
 
 
@@ -215,3 +225,17 @@ def test_the_report_sorts_payloads_by_kind() -> None:
         {k: v for k, v in EXAMPLES["citation-document"].to_dict().items() if k != "kind"}
     ]
     assert {k.value for k in CITATION_KINDS} == {"citation", "citation-document"}
+
+
+EXPECTED_REPORT = Path(__file__).parent / "data" / "payload_report.json"
+
+
+def test_the_report_of_every_kind_reads_as_checked_in() -> None:
+    """The JSON report of one payload of each kind, byte for byte (key order, rounding,
+    nulls): what the report was before the payloads were typed. After an intended change
+    of the report, rewrite the file with ``VGATE_WRITE_EXPECTED=1``."""
+    report = build_report(list(EXAMPLES.values()), rootdir=ROOT)
+    text = json.dumps(report, indent=2, sort_keys=False, default=str)  # as write_json_report
+    if os.environ.get("VGATE_WRITE_EXPECTED"):
+        EXPECTED_REPORT.write_text(text, encoding="utf-8")
+    assert text == EXPECTED_REPORT.read_text(encoding="utf-8")
