@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_vgate.process import Capture, contain, drain
 from pytest_vgate.verifiers import wire
+from pytest_vgate.verifiers.messages import Op
 
 REPLY_TIMEOUT = 30.0  # seconds a zygote gets to answer a request (it answers at once)
 HOST_PID_LOOKS = 5  # reads of a zygote's children before a pid is not among them
@@ -105,7 +106,7 @@ class Control:
                 for fd in fds:  # an answer nobody waits for
                     os.close(fd)
             pid, fds = self._spares.pop(0)
-            more: dict[str, Any] = {"op": "more"}
+            more: dict[str, Any] = {"op": Op.MORE.value}
             if self._dismissed:
                 more["reap"], self._dismissed = self._dismissed, []
             try:
@@ -150,7 +151,7 @@ class Control:
                     self._dismissed.append(theirs)
             return None
         try:
-            message = {"op": "reap", "pid": theirs, "status": status}
+            message = {"op": Op.REAP.value, "pid": theirs, "status": status}
             answer, _ = self.request(message, reply=status)
         except ZygoteError:
             return None

@@ -38,6 +38,7 @@ from pytest_vgate.verifiers.control import IsolationMissing as IsolationMissing
 from pytest_vgate.verifiers.control import ModuleZygote as ModuleZygote
 from pytest_vgate.verifiers.control import ZygoteError as ZygoteError
 from pytest_vgate.verifiers.control import discard, stop_base, wait_ready
+from pytest_vgate.verifiers.messages import Op
 from pytest_vgate.verifiers.zygote import BOOT
 
 # Imported by the base zygote when the calling process has them imported: the test
@@ -187,7 +188,7 @@ class ZygoteHost:
         try:
             answer, fds = base.request(
                 {
-                    "op": "zygote",
+                    "op": Op.ZYGOTE.value,
                     "module": module,
                     "file": file,
                     "sys_path": list(sys_path),

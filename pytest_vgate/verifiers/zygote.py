@@ -44,6 +44,7 @@ from pytest_vgate.verifiers.child import (
     flush_streams,
 )
 from pytest_vgate.verifiers.invoke import classify_exception
+from pytest_vgate.verifiers.messages import Op
 from pytest_vgate.verifiers.target import VerifierImportError, extend_sys_path, import_module
 
 BOOT = (
@@ -84,7 +85,7 @@ def _serve_common(
     ctl: socket.socket, message: Mapping[str, Any], children: set[int], dying: set[int]
 ) -> bool:
     """The requests every zygote answers; False for an unknown one."""
-    if message.get("op") != "reap":
+    if message.get("op") != Op.REAP:
         return False
     pid = int(message["pid"])
     if message.get("status"):  # the status is the answer: wait for it
@@ -148,7 +149,7 @@ def base_main(fd: int, preload: list[str], want: str = "none") -> None:
         message, fds = inbox.recv()
         if message is None:
             _shutdown(children, grace=2.0)  # module zygotes first kill what they forked
-        if message.get("op") == "zygote" and len(fds) == 1:
+        if message.get("op") == Op.ZYGOTE and len(fds) == 1:
             ours, theirs = socket.socketpair()
             flush_streams()
             pid = fork_template()
@@ -302,7 +303,7 @@ def _serve_template(ctl: socket.socket) -> None:
             os.close(fd)
         if message is None:
             _shutdown(children)
-        if message.get("op") == "more":
+        if message.get("op") == Op.MORE:
             _offer(ctl, children)  # first: the call that asked runs now
             for pid in message.get("reap") or ():  # the children of calls that ended
                 _dismiss(int(pid), children, dying)
@@ -315,7 +316,7 @@ def _serve_one(ctl: socket.socket) -> None:
     message, fds = wire.Inbox(ctl).recv()
     for fd in fds:
         os.close(fd)
-    if message is None or message.get("op") != "call":
+    if message is None or message.get("op") != Op.CALL:
         os._exit(0)
     ours, theirs = socket.socketpair()
     out_r, out_w = os.pipe()
