@@ -6,10 +6,13 @@ pass and never an INTERNALERROR. Plain and under ``-n 2``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from helpers.report import read_report
+
+from pytest_vgate.payload import GatePayload, decode_payload
 
 GATES = """\
 gates:
@@ -113,3 +116,39 @@ def test_a_forged_pass_that_does_not_decode_fails_the_session(tampered: Path, ru
     assert result.ret == 1, out
     assert "3 passed" in out  # what the tampered reports say; the verdicts say otherwise
     assert "verdict error, but pytest reported it passed" in out
+
+
+SERIALISE = """
+import json
+
+import pytest
+
+CONFIG = []
+
+
+def pytest_configure(config):
+    CONFIG.append(config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    if report.when == "call":  # what --report-log (and an xdist worker) does with a report
+        data = CONFIG[0].hook.pytest_report_to_serializable(config=CONFIG[0], report=report)
+        with open("reports.jsonl", "a") as fh:
+            fh.write(json.dumps(data) + "\\n")
+"""
+
+
+def test_a_serialised_report_carries_the_payload_as_its_json(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", gates=GATES)
+    pytester.makeconftest(SERIALISE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "-k", "honest or forged-pass"
+    )  # fmt: skip
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    lines = (pytester.path / "reports.jsonl").read_text().splitlines()
+    payloads = {p["id"]: p for p in (json.loads(line)["vgate"] for line in lines)}
+    assert set(payloads) == {"honest", "forged-pass"}
+    assert (payloads["honest"]["kind"], payloads["honest"]["ok"]) == ("gate", False)
+    assert payloads["forged-pass"]["mode"] == "pass"
+    assert isinstance(decode_payload(payloads["honest"]), GatePayload)
