@@ -167,3 +167,31 @@ def test_a_shard_whose_entries_are_not_payloads_is_a_usage_error(
     result = merge(shard, cwd=tmp_path)
     assert result.returncode == 4, result.stdout + result.stderr
     assert f"{shard}: " in result.stderr and why in result.stderr, result.stderr
+
+
+def test_shards_with_verifiers_and_marked_tests_merge(tmp_path: Path) -> None:
+    """A verifier's source is its test module: merge must not read it as a gates file."""
+    repo = make_gated_repo(tmp_path, PASSING_GATES, GOOD_ANSWER)
+    (repo.root / "test_checks.py").write_text(
+        "import pytest\n"
+        "from pytest_vgate import verifier\n\n\n"
+        "@verifier\n"
+        "def test_holds():\n"
+        "    return True\n\n\n"
+        "@pytest.mark.vgate\n"
+        "def test_marked():\n"
+        "    pass\n"
+    )
+    reports = []
+    for index, expression in enumerate(("fix or holds", "not fix and not holds")):
+        report = repo.repo.parent / f"shard{index}.json"
+        status, text, _ = run_session(
+            repo, f"shard{index}", "test_checks.py", "-k", expression, f"--vgate-report={report}"
+        )
+        assert status == 0, text
+        reports.append(report)
+    kinds = {e["kind"] for r in reports for e in read_report(r)["gates"]}
+    assert {"verifier", "gate", "test"} <= kinds, kinds
+    merged = merge(*reports, cwd=repo.root)
+    assert (merged.returncode, merged.stderr) == (0, ""), merged.stdout + merged.stderr
+    assert "missing" not in merged.stdout

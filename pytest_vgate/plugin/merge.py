@@ -84,6 +84,9 @@ def _worse(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return gate_state(new) == "failed" and gate_state(old) != "failed"
 
 
+_FROM_GATES_FILES = (PayloadKind.GATE.value, PayloadKind.MISSING.value)
+
+
 def merge_reports(
     shards: Sequence[tuple[Path, Mapping[str, Any]]],
     gates_files: Sequence[Path] = (),
@@ -106,7 +109,8 @@ def merge_reports(
             key = str(entry.get("nodeid") or entry.get("id"))
             source, _ = _source_file(entry)
             entry = {**entry, "_file": _rel(source, shard_root) if source else ""}
-            if entry["_file"]:
+            # A verifier's or a marked test's source is a test module, not a gates file.
+            if entry["_file"] and entry.get("kind") in _FROM_GATES_FILES:
                 named[entry["_file"]] = None
             if key in gates and not _worse(gates[key], entry):
                 continue
