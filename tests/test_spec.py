@@ -35,11 +35,13 @@ from pytest_vgate.spec import (
     GatesFileError,
     GateType,
     RedPolicy,
+    blockyaml,
     gate_from_mapping,
     load_gates_file,
     values,
     yamlnodes,
 )
+from pytest_vgate.spec.located import LocatedList, LocatedMap
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "gates-file.md"
 
@@ -785,7 +787,7 @@ SCHEMA_REJECTS = {
 
 def located(value: Any) -> Any:
     """Data with every line the loader kept, for comparing two loaders."""
-    if isinstance(value, yamlnodes.LocatedMap):
+    if isinstance(value, LocatedMap):
         return (
             "map",
             value.line,
@@ -797,7 +799,7 @@ def located(value: Any) -> Any:
                 key=repr,
             ),
         )
-    if isinstance(value, yamlnodes.LocatedList):
+    if isinstance(value, LocatedList):
         return ("seq", value.line, value.item_lines, [located(v) for v in value])
     return (type(value).__name__, value)
 
@@ -888,6 +890,221 @@ def test_libyaml_and_pure_loader_agree_on_any_document(data: Any, flow: Any, wid
     text = yaml.safe_dump(data, default_flow_style=flow, width=width, allow_unicode=True)
     fast, pure = both_loaders(text)
     assert fast == pure
+
+
+def outcome(text: str, **how: bool) -> Any:
+    """``load_yaml``'s located data, or the line and key of its error."""
+    try:
+        return located(yamlnodes.load_yaml(text, **how))
+    except yamlnodes.YamlError as exc:
+        return ("error", exc.line, exc.key)
+
+
+def assert_block_reader_agrees(text: str) -> bool:
+    """With the line reader, ``load_yaml`` gives what it gives with libyaml (data and
+    every line, or the same error); True when the line reader read the document (then
+    the pure loader reads the same, too)."""
+    with_block = outcome(text)
+    assert with_block == outcome(text, block=False)
+    read = blockyaml.read(text, yamlnodes._loader_class().yaml_implicit_resolvers)
+    if read is blockyaml.DECLINED:
+        return False
+    assert with_block == outcome(text, pure=True)
+    return True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [pytest.param(FULL, id="full"), pytest.param(MERGES, id="merges")]
+    + [pytest.param(case[1], id=case[0]) for case in BAD_FILES]
+    + [pytest.param(text, id=f"docs-L{line}") for line, _, text in DOC_BLOCKS],
+)
+def test_the_block_reader_reads_what_the_loaders_read_or_declines(text: str) -> None:
+    assert_block_reader_agrees(text)
+
+
+BLOCK_FILES = {
+    "plain": "gates:\n  - id: a\n    check: make test\n    claim: it works\n",
+    "compact list, comments, blanks": (
+        "# the gates\nroot: .\n\ngates:\n- id: a   # first\n  check: 'echo ''a b''' # c\n"
+        "  tools:\n  - python\n  - make\n  claim: after the list\n\n"
+        '-   id: b\n    check: "x: y #z"  \n'
+        "    expect:\n      - 0\n      - 1\n    timeout: 30\n    stale_at: 2026-11-20\n"
+    ),
+    "defaults and nested mappings": (
+        "defaults:\n  timeout: 1.5\n  env:\n    pass:\n      - HOME\n    set:\n"
+        "      LANG: C\n  red: not-required\ngates:\n  - id: a\n    check: true\n"
+        "    red_exit: ~\n    claim: yes\n"
+    ),
+    "the benchmark's shape": "gates:\n"
+    + "".join(
+        f"  - id: g{i}\n    check: \"python -c 'raise SystemExit({i % 3})'\"\n"
+        "    claim: the check exits as expected\n"
+        for i in range(50)
+    ),
+}
+
+
+@pytest.mark.parametrize("text", BLOCK_FILES.values(), ids=BLOCK_FILES.keys())
+def test_the_block_reader_reads_the_common_shape(text: str) -> None:
+    """Not declined (so the fast path is taken), and the same as the loaders' data."""
+    assert assert_block_reader_agrees(text)
+
+
+def test_a_gates_file_loads_alike_with_and_without_the_block_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "answer.md").write_text("see `a.py:1`\n")
+    text = BLOCK_FILES["compact list, comments, blanks"] + "citations:\n  - answer.md\n"
+    path = write(tmp_path, text)
+    with_block = load_gates_file(path)
+    monkeypatch.setattr(blockyaml, "read", lambda *_: blockyaml.DECLINED)
+    assert load_gates_file(path) == with_block
+    assert [g.id for g in with_block.gates] == ["a", "b"]
+
+
+TRICKY_SCALARS = [
+    *"abxyz_-?:,[]{}#&*!|>'\"%@`~=<.+0\\é",
+    "yes",
+    "No",
+    "on",
+    "OFF",
+    "true",
+    "null",
+    "Null",
+    "~",
+    "1",
+    "-1",
+    "+1",
+    "0x1F",
+    "0o17",
+    "1_000",
+    "1:20",
+    "1.5",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "1e3",
+    "2026-11-20",
+    "2026-13-45",
+    "2026-11-20T10:00:00Z",
+    "2026-11-20 10:00:00.5 +01:00",
+    "=",
+    "<<",
+    "a: b",
+    "a:",
+    "a:b",
+    "a #b",
+    "a#b",
+    "it's",
+    "a ",
+    " a",
+    "--x",
+    "- x",
+    "[x]",
+    "x [y]",
+    "{a: 1}",
+    "*a",
+    "&a b",
+    "!x",
+    "!!str 1",
+    "|",
+    ">",
+    "%x",
+    "@x",
+    "`x`",
+    '"q"',
+    "'q'",
+    "\\u00e9",
+    "a\\b",
+    "é é",
+    "\u2028",
+    "\x85",
+    "\ufeff",
+    "\t",
+    "\r",
+    "...",
+    "---",
+]
+BLOCK_KEYS = ["id", "check", "gates", "env", "_a", "a1", "k", "yes", "on", "null", "x y", "<<"]
+
+
+def scalar_text(value: str, style: str) -> str:
+    if style == "single":
+        return "'" + value.replace("'", "''") + "'"
+    if style == "double":
+        return '"' + value + '"'
+    return value
+
+
+WORDS = st.from_regex(r"[a-z][a-z0-9 ./_-]{0,10}[a-z0-9]", fullmatch=True)
+SCALARS = st.builds(
+    scalar_text,
+    WORDS
+    | WORDS
+    | WORDS
+    | st.sampled_from(TRICKY_SCALARS)
+    | st.text(st.characters(blacklist_categories=["Cc", "Cs"]), max_size=6),
+    st.sampled_from(["plain", "plain", "single", "double"]),
+)
+
+
+@st.composite
+def block_documents(draw: st.DrawFn) -> str:
+    """Block mappings and sequences of one-line scalars, with comments, blank lines,
+    compact sequences and odd indentation -- and now and then a line that breaks them."""
+    lines: list[str] = []
+
+    def mapping(indent: int, depth: int, first_prefix: str | None = None) -> None:
+        common = st.sampled_from(BLOCK_KEYS[:7])
+        keys = common | common | st.sampled_from(BLOCK_KEYS)
+        unique = draw(st.booleans()) or draw(st.booleans())
+        for n, key in enumerate(draw(st.lists(keys, min_size=1, max_size=4, unique=unique))):
+            pad = first_prefix if n == 0 and first_prefix is not None else " " * indent
+            entry(pad + key + ":", indent, depth)
+
+    def sequence(indent: int, depth: int) -> None:
+        for _ in range(draw(st.integers(1, 3))):
+            dash = "-" + " " * draw(st.integers(1, 3))
+            if depth < 3 and draw(st.booleans()):
+                mapping(indent + len(dash), depth + 1, first_prefix=" " * indent + dash)
+            else:
+                lines.append(" " * indent + dash + draw(SCALARS) + draw(TAILS))
+
+    def entry(head: str, indent: int, depth: int) -> None:
+        kind = draw(st.sampled_from(["scalar", "scalar", "map", "seq", "compact", "map", "empty"]))
+        if depth >= 3 or kind == "scalar":
+            lines.append(head + " " * draw(st.integers(1, 2)) + draw(SCALARS) + draw(TAILS))
+            return
+        lines.append(head + draw(st.sampled_from(["", "", " ", "  # c"])))
+        if draw(st.booleans()):
+            lines.append(draw(st.sampled_from(["", "  ", "# note", "    # note"])))
+        inner = indent + draw(st.integers(1, 3))
+        if kind == "map":
+            mapping(inner, depth + 1)
+        elif kind == "seq":
+            sequence(inner, depth + 1)
+        elif kind == "compact":
+            sequence(indent, depth + 1)
+
+    mapping(draw(st.sampled_from([0, 0, 2])), 0)
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):  # break it now and then
+        where = draw(st.integers(0, len(lines)))
+        if where < len(lines) and draw(st.booleans()):
+            lines[where] = " " * draw(st.integers(0, 5)) + lines[where].lstrip(" ")
+        else:
+            lines.insert(where, draw(st.sampled_from(JUNK)))
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+TAILS = st.sampled_from(["", "", "", "", " ", "  # c", " #", "#x", " # a: b"])
+JUNK = ["  more words", "x", "- x", "---", "...", "%YAML 1.1", "  - ", "-", "k:v", "? a"]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=block_documents())
+def test_the_block_reader_agrees_with_the_loaders_on_block_documents(text: str) -> None:
+    assert_block_reader_agrees(text)
 
 
 def reference_argv(check: str) -> tuple[str, ...] | None:
