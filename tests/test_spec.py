@@ -3,6 +3,7 @@ good files (all keys, aliases, defaults, root, citations) normalise as documente
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import math
@@ -392,6 +393,21 @@ def test_full_file_normalises_every_key(tmp_path: Path) -> None:
     assert (second.argv, second.timeout, second.env.pass_names) == ((), 60.0, ("LANG",))
     assert second.line == 18
     assert GatesFile.from_dict(json.loads(json.dumps(loaded.to_dict()))) == loaded
+
+
+def test_loaded_gates_are_whole_gates(tmp_path: Path) -> None:
+    """The loader sets a gate's fields at once, not through ``Gate.__init__``: every field
+    is there, and the gate equals (and hashes like) the one ``Gate(...)`` makes."""
+    (tmp_path / "answer.md").write_text("see a.py:1\n")
+    names = [f.name for f in dataclasses.fields(Gate)]
+    gates = [*load_gates_file(write(tmp_path, FULL)).gates]
+    gates.append(gate_from_mapping({"id": "bare"}, root=tmp_path))
+    for gate in gates:
+        assert list(vars(gate)) == names
+        made = Gate(**vars(gate))
+        assert (gate == made, hash(gate) == hash(made)) == (True, True)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            gate.id = "other"  # type: ignore[misc]
 
 
 def test_seed_aliases(tmp_path: Path) -> None:

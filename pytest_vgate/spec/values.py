@@ -125,7 +125,7 @@ def argv(key: str, check: str) -> tuple[str, ...]:
     if _NOT_PLAIN.search(check) is None:
         words = tuple(check.split())
     elif _QUOTED_WORDS.fullmatch(check):
-        words = tuple(_unquote(word) for word in _WORD.findall(check))
+        words = tuple(map(_unquote, _WORD.findall(check)))
     else:
         try:
             words = tuple(shlex.split(check, posix=True))
