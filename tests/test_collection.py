@@ -7,7 +7,9 @@ something here (8.0-8.4 the ordinary suite, 9 a gates file under ``.ci/``).
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 
 import pytest
@@ -142,3 +144,78 @@ def test_vgate_only_without_gates_warns(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-only")
     result.assert_outcomes(passed=1, warnings=1)
     assert "--vgate-only has no effect without --vgate" in result.stdout.str()
+
+
+MODULES_CONFTEST = """
+import sys
+
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    with open({log!r}, "w", encoding="utf-8") as fh:
+        fh.write("\\n".join(sorted(m for m in sys.modules if m.startswith("pytest_vgate"))))
+"""
+# What runs checks: a session that only collects loads none of it.
+CHECK_MACHINERY = [
+    "pytest_vgate.baseline",
+    "pytest_vgate.citations",
+    "pytest_vgate.evidence",
+    "pytest_vgate.gate_result",
+    "pytest_vgate.judging",
+    "pytest_vgate.proof",
+    "pytest_vgate.runner",
+    "pytest_vgate.session_state",
+    "pytest_vgate.verifiers",
+]
+
+
+def test_collect_only_runs_no_process_and_loads_no_check_machinery(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--collect-only`` checks nothing: no git (the tree's identity is for evidence), no
+    shepherd or verifier process, and the runner, evidence and citation checker stay
+    unimported. The same session without it runs git and loads them: the probes work."""
+    from helpers.git_repo import git
+
+    shim = pytester.path / "shim"
+    shim.mkdir()
+    calls = pytester.path / "git-calls.log"
+    real_git = shutil.which("git")
+    assert real_git is not None
+    (shim / "git").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real_git} "$@"\n')
+    (shim / "git").chmod(0o755)
+    modules = pytester.path / "modules.log"
+    write(
+        pytester,
+        {
+            "repo/gates.yaml": GATES,
+            "repo/conftest.py": MODULES_CONFTEST.format(log=str(modules)),
+        },
+    )
+    repo = pytester.path / "repo"
+    git(repo, "init", "-q")
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(repo)
+
+    collected = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--collect-only", "-q"
+    )
+    assert collected.ret == pytest.ExitCode.OK
+    assert [line for line in collected.stdout.lines if "::" in line] == [
+        "gates.yaml::alpha",
+        "gates.yaml::beta",
+    ]
+    assert not calls.exists()
+    loaded = modules.read_text().split()
+    assert "pytest_vgate.spec" in loaded
+    assert [m for m in loaded if m.startswith(tuple(CHECK_MACHINERY))] == []
+
+    ran = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
+    ran.assert_outcomes(passed=2)
+    assert "rev-parse" in calls.read_text()
+    loaded = modules.read_text().split()
+    assert {"pytest_vgate.runner", "pytest_vgate.evidence", "pytest_vgate.session_state"} <= {
+        *loaded
+    }

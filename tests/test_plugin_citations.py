@@ -182,9 +182,9 @@ def test_gates_file_citations_with_a_glob(
 SPY_CONFTEST = """
 import os
 
-import pytest_vgate.plugin.citation_items as citation_items
+import pytest_vgate.citations as citations
 
-_real = citation_items.fix_documents
+_real = citations.fix_documents
 
 
 def _logged(results, *args):
@@ -195,7 +195,7 @@ def _logged(results, *args):
     return _real(results, *args)
 
 
-citation_items.fix_documents = _logged
+citations.fix_documents = _logged
 """
 
 

@@ -9,32 +9,27 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_vgate.citations import (
-    Citation,
-    CitationChecker,
-    CitationResult,
-    fix_documents,
-    parse_citations,
-)
-from pytest_vgate.citations.documents import read_document
-from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
-from pytest_vgate.citations.parse import decode_document
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
 from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
-from pytest_vgate.regular import NotRegularFile
-from pytest_vgate.runner import run_citation
 from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.verdict import Cause, CitationStatus, Mode
 
+# The citation checker is imported where a document is read or a citation checked: the
+# pytest layer imports this module in every session, most of which cite nothing.
+if TYPE_CHECKING:
+    from pytest_vgate.citations import Citation, CitationChecker, CitationResult
+
 
 def checker_for(res: Resources, root: Path) -> CitationChecker:
+    from pytest_vgate.citations import CitationChecker
+
     key = f"citation-checker:{root}"
     checker = res.cache.get(key)
     if checker is None:
@@ -57,6 +52,8 @@ class CitationItem(pytest.Item):
         self.vgate_payload: CitationPayload | None = None
 
     def runtest(self) -> None:
+        from pytest_vgate.runner import run_citation
+
         res = resources(self.config)
         verdict, result = run_citation(checker_for(res, self.root), self.citation)
         source = self.citation.source(self.config.rootpath)
@@ -109,6 +106,8 @@ class CitationItem(pytest.Item):
 
 def _fixed_record(fixed: Any) -> tuple[str | None, CitationResult | None]:
     """(the location before --vgate-fix, the result checking it gave) of a fixed citation."""
+    from pytest_vgate.citations import CitationResult
+
     if isinstance(fixed, str):
         return fixed, None
     if isinstance(fixed, dict):
@@ -222,6 +221,12 @@ class DocumentError(VgateError):
 def read_document_citations(document: Path) -> list[Citation]:
     """The document's citations; a document that is not a readable regular UTF-8 text file
     raises ``DocumentError`` (a named pipe or device is never opened in blocking mode)."""
+    from pytest_vgate.citations import parse_citations
+    from pytest_vgate.citations.documents import read_document
+    from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
+    from pytest_vgate.citations.parse import decode_document
+    from pytest_vgate.regular import NotRegularFile
+
     kind = file_kind(str(document))
     if kind not in ("file", ""):
         what = "a folder" if kind == "dir" else kind
@@ -312,6 +317,8 @@ def fix_all_documents(config: pytest.Config, res: Resources, loaded: Iterable[Ga
     checking it gave (so the summary still counts it as corrected, and a line past the
     end stays under FABRICATIONS CAUGHT).
     """
+    from pytest_vgate.citations import CitationChecker, fix_documents
+
     for document, root in documents_to_check(config, res, loaded):
         try:
             citations = read_document_citations(document)

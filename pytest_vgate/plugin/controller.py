@@ -34,8 +34,10 @@ class Controller:
     # -- before the session --------------------------------------------------------------
 
     def prepare(self) -> None:
-        for root in dict.fromkeys(g.root for g in self.loaded):
-            # Read the ledger here too, so that a damaged one is reported once, here.
+        # Read the ledger here too, so that a damaged one is reported once, here. A session
+        # that only collects checks nothing: it reads no ledger and runs no git.
+        roots = () if self.config.option.collectonly else dict.fromkeys(g.root for g in self.loaded)
+        for root in roots:
             self.res.warnings.extend(self.res.evidence_for(root).warnings)
         if self.res.settings.base:
             self._prepare_base(self.res.settings.base)
@@ -120,6 +122,8 @@ class Controller:
     # -- after the session ---------------------------------------------------------------
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.payloads and not self.res.warnings:
+            return  # nothing to say (write_summary would say nothing either)
         from pytest_vgate.plugin.summary import write_summary
 
         failed = fail_closed_step(
@@ -166,6 +170,8 @@ class Controller:
 
     def _record_evidence(self) -> None:
         """Append this session's runs to each ledger (the controller is the only writer)."""
+        if not self.payloads:
+            return  # nothing ran
         from pytest_vgate.evidence import Ledger, Record
 
         by_ledger: dict[str, list[Record]] = {}

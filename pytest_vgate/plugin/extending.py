@@ -15,25 +15,18 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_vgate.judging import (
-    Call,
-    Impl,
-    P,
-    apply_adjustments,
-    call_with_deadline,
-    describe,
-    make_judge,
-    verdict_of_payload,
-)
 from pytest_vgate.payload import CheckPayload, Payload
 from pytest_vgate.plugin.settings import option_path
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.spec import Gate
-from pytest_vgate.verdict import Verdict
+
+if TYPE_CHECKING:  # judging (and the verifiers it reads answers with) loads when first used
+    from pytest_vgate.judging import Call, Impl, P
+    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.spec import Gate
+    from pytest_vgate.verdict import Verdict
 
 
 def _hook_impls(hook: Any) -> list[Impl]:
@@ -52,6 +45,8 @@ def _call_impl(impl: Any, **kwargs: Any) -> object:
 
 def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None] | None:
     """The ``RunContext.judge`` of an item: its judges, or None when there is none."""
+    from pytest_vgate.judging import make_judge
+
     return make_judge(_hook_impls(item.ihook.pytest_vgate_judge))
 
 
@@ -60,6 +55,8 @@ def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
     impls = _hook_impls(item.ihook.pytest_vgate_adjust_verdict)
     if not impls:
         return payload
+    from pytest_vgate.judging import Call, apply_adjustments, call_with_deadline, verdict_of_payload
+
     try:
         verdict = verdict_of_payload(payload)
     except (KeyError, TypeError, ValueError) as exc:  # a payload we cannot read: fail closed
@@ -93,6 +90,8 @@ def emit_report(config: pytest.Config, report: Mapping[str, Any], timeout: float
     impls = _hook_impls(config.hook.pytest_vgate_report)
     if not impls:  # no exporter: the report need not be encoded at all
         return []
+    from pytest_vgate.judging import call_with_deadline, describe
+
     text = json.dumps(report, default=str)
     warnings = []
     for name, fn in impls:

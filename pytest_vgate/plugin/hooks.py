@@ -9,37 +9,38 @@ report and the summary.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_vgate.baseline import BaseTrees
 from pytest_vgate.defaults import MARKER
-from pytest_vgate.evidence import TreeState
 from pytest_vgate.payload import TestPayload
+from pytest_vgate.plugin import VERIFIER_MODULE, gcfreeze, guard, wire
 from pytest_vgate.plugin import collection as _collection
-from pytest_vgate.plugin import gcfreeze, guard, remote, wire
 from pytest_vgate.plugin import items as _items
-from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.controller import Controller
-from pytest_vgate.plugin.exit_status import SOURCE_MARKS, VerdictGuard, source_marks
+from pytest_vgate.plugin.exit_status import (
+    SOURCE_MARKS,
+    VerdictGuard,
+    is_vgate_item,
+    source_marks,
+)
 from pytest_vgate.plugin.extending import register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, read_settings
 from pytest_vgate.plugin.startup import STARTING_PATH
-from pytest_vgate.session_state import SessionState
 from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
-from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
 
 
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
-    # The session's cells and kept-ready processes, under the verifiers' containment.
-    config.stash[STATE] = SessionState.open(settings.isolation)
+    # The session's cells and kept-ready processes open when the first check needs them
+    # (session.session_state): a session that only collects starts no process.
     res = Resources(
         settings=settings,
         own_files=own_output_files(config, settings),
@@ -166,6 +167,10 @@ def _prepare_controller_resources(
 def _adopt_controller_resources(
     config: pytest.Config, res: Resources, loaded: list[GatesFile]
 ) -> None:
+    from pytest_vgate.baseline import BaseTrees
+    from pytest_vgate.evidence import TreeState
+    from pytest_vgate.plugin import remote
+
     data: dict[str, Any] = config.workerinput.get("vgate", {})  # type: ignore[attr-defined]
     res.fixed_citations = dict(data.get("fixed_citations", {}))
     origin = data.get("origin")
@@ -265,6 +270,10 @@ def pytest_pycollect_makeitem(
     collector: pytest.Module | pytest.Class, name: str, obj: object
 ) -> pytest.Item | None:
     """A ``@verifier`` function in a test module becomes a VerifierItem (named by its id)."""
+    if VERIFIER_MODULE not in sys.modules:
+        return None  # nothing could carry the decorator (the entry point's test, too)
+    from pytest_vgate.verifiers import VerifierTarget, find_verifier_spec
+
     spec = find_verifier_spec(obj)
     if spec is None or not callable(obj):
         return None
@@ -282,7 +291,7 @@ def pytest_pycollect_makeitem(
 
 
 def _is_vgate_item(item: pytest.Item) -> bool:
-    return isinstance(item, (_items.VgateItem, CitationItem, CitationDocumentItem))
+    return is_vgate_item(item)
 
 
 # A payload leaves the process (an xdist worker's report, --report-log) as its JSON object.

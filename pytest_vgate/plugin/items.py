@@ -11,30 +11,31 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_vgate.defaults import MARKER
-from pytest_vgate.gate_result import decide, evaluate_gate
 from pytest_vgate.payload import CheckPayload
-from pytest_vgate.plugin.citation_items import collect_document_citations
-from pytest_vgate.plugin.extending import adjust, judge_for
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
-from pytest_vgate.plugin.remote import remote_problem
 from pytest_vgate.plugin.session import resources, session_state
-from pytest_vgate.report import check_targets
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_verifier
 from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
-from pytest_vgate.verifiers import VerifierTarget
+
+# What runs a check is imported when the first one runs: a session that only collects
+# (``--collect-only``, or every item deselected) never loads the runner, the evidence
+# rules, the verifiers or the citation checker.
+if TYPE_CHECKING:
+    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.verifiers import VerifierTarget
 
 
 def session_context(item: pytest.Item, root: Path) -> RunContext:
     """What every check of ``item`` runs with: the session's settings and its state."""
+    from pytest_vgate.run_context import RunContext
+
     res = resources(item.config)
     state = session_state(item.config)
     caller_env, sys_path = res.run_basics()
@@ -68,6 +69,8 @@ class GatesFileNode(pytest.File):
             yield GateItem.from_parent(self, name=gate.id, gate=gate)
         if not loaded.citations:
             return
+        from pytest_vgate.plugin.citation_items import collect_document_citations
+
         for document in loaded.citations:
             yield from collect_document_citations(self, document, loaded.root)
 
@@ -116,6 +119,11 @@ class GateItem(VgateItem):
         self.gate = gate
 
     def evaluate(self) -> CheckPayload:
+        from pytest_vgate.gate_result import decide, evaluate_gate
+        from pytest_vgate.plugin.extending import adjust, judge_for
+        from pytest_vgate.plugin.remote import remote_problem
+        from pytest_vgate.report import check_targets
+
         res = resources(self.config)
         problem = remote_problem(res, self.gate.root)
         if problem is not None:  # a worker in another checkout that differs: no verdict
@@ -155,6 +163,10 @@ class VerifierItem(VgateItem):
         self.line = line
 
     def evaluate(self) -> CheckPayload:
+        from pytest_vgate.gate_result import decide
+        from pytest_vgate.plugin.extending import adjust
+        from pytest_vgate.runner import run_verifier
+
         ctx = session_context(self, self.config.rootpath)
         gate = Gate(
             id=self.name,

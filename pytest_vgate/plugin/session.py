@@ -12,17 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_vgate.baseline import BaseTrees, BaseWorktree
-from pytest_vgate.evidence import TreeState
 from pytest_vgate.plugin.settings import Settings
-from pytest_vgate.proof import Evidence
-from pytest_vgate.session_state import SessionState
 from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
-from pytest_vgate.tools import ToolInventory
+
+if TYPE_CHECKING:  # imported where first used: a session that only collects needs none
+    from pytest_vgate.baseline import BaseTrees, BaseWorktree
+    from pytest_vgate.evidence import TreeState
+    from pytest_vgate.proof import Evidence
+    from pytest_vgate.session_state import SessionState
+    from pytest_vgate.tools import ToolInventory
 
 
 @dataclass
@@ -97,6 +99,8 @@ class Resources:
 
     def evidence_for(self, root: Path) -> Evidence:
         """The session's evidence of a gates root, loaded once per process."""
+        from pytest_vgate.proof import Evidence
+
         key = f"evidence:{root}"
         evidence = self.cache.get(key)
         if evidence is None:
@@ -114,9 +118,10 @@ class Resources:
 
 
 RESOURCES = pytest.StashKey[Resources]()
-# The processes and folders this session keeps between checks: opened at configure,
-# closed at unconfigure (hooks.py).
-STATE = pytest.StashKey[SessionState]()
+# The processes and folders this session keeps between checks: opened when the first
+# check asks for them (a session that only collects opens none), closed at unconfigure
+# (hooks.py).
+STATE = pytest.StashKey["SessionState"]()
 
 
 def resources(config: pytest.Config) -> Resources:
@@ -124,7 +129,13 @@ def resources(config: pytest.Config) -> Resources:
 
 
 def session_state(config: pytest.Config) -> SessionState:
-    return config.stash[STATE]
+    state = config.stash.get(STATE, None)
+    if state is None:
+        from pytest_vgate.session_state import SessionState
+
+        state = SessionState.open(resources(config).settings.isolation)
+        config.stash[STATE] = state
+    return state
 
 
 def is_worker(config: pytest.Config) -> bool:
