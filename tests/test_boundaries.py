@@ -26,7 +26,7 @@ from pytest_vgate.verdict import Cause, Mode, Verdict
 BOUNDARIES = {
     "the pytest process": ("pytest_vgate.boundary:fail_closed", 2),  # error, panic
     # + its last send, + the rehearsal of the spare (an optimisation, never a call's cost)
-    "a verifier child": ("pytest_vgate.verifiers.child:child_main", 3),
+    "a verifier child": ("pytest_vgate.verifiers.child:child_main", 2),
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
     "the coverage bootstrap": ("pytest_vgate.measure.BOOTSTRAP:_vgate_start", 1),
@@ -43,7 +43,7 @@ JUSTIFIED = {
     "pytest_vgate.judging:describe": "a plugin's __repr__",
     "pytest_vgate.verifiers.api:find_verifier_spec": "getattr on any object met at collection",
     "pytest_vgate.verifiers.child:flush_streams": "the verifier may have replaced sys.stdout",
-    "pytest_vgate.verifiers.child:_rehearsal": "an optimisation never costs a call",
+    "pytest_vgate.verifiers.child:rehearse": "an optimisation never costs a call",
     "pytest_vgate.verifiers.fanout:run_verifiers.in_thread": "a thread: no boundary above it",
     "pytest_vgate.verifiers.invoke:describe": "the verifier's __repr__",
     "pytest_vgate.verifiers.invoke:_message": "the verifier's exception's __str__",

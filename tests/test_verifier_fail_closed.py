@@ -40,6 +40,9 @@ from pytest_vgate.process import pid_alive
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Mode
+from pytest_vgate.verifiers import child, wire
+from pytest_vgate.verifiers.messages import VerifierJob
+from pytest_vgate.verifiers.target import VerifierTarget
 
 TESTS_FAILED = int(pytest.ExitCode.TESTS_FAILED)
 
@@ -425,7 +428,16 @@ def test_only_invoke_execute_calls_a_verifier() -> None:
     assert where == {("pytest_vgate/verifiers/invoke.py", "_call", "call")}, sites
     # _call is the verifier call of execute, and execute runs only where a call is isolated.
     assert references(package, "_call") == {("pytest_vgate/verifiers/invoke.py", "execute")}
-    assert references(package, "execute") == {("pytest_vgate/verifiers/child.py", "child_main")}
+    # Besides the child's call, the rehearsal (in the zygote and in each spare) executes a
+    # job of its own, whose target is a function of ours, never a verifier.
+    assert references(package, "execute") == {
+        ("pytest_vgate/verifiers/child.py", "child_main"),
+        ("pytest_vgate/verifiers/child.py", "rehearse"),
+    }
+    (frame,) = wire.FrameReader().feed(child._frame())
+    assert VerifierJob.from_message(frame).target == VerifierTarget(
+        "pytest_vgate.verifiers.child", "_rehearsal_check"
+    )
 
 
 ROGUE_SOURCES = {

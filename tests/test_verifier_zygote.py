@@ -20,11 +20,12 @@ from helpers.verifiers_modules import call, write_module
 from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import spawner
-from pytest_vgate.verifiers.child import REHEARSAL_NAME
 
 CALLS = """
 import json, os
 from pytest_vgate.verifiers import Outcome
+
+os.environ["VGATE_SET_AT_IMPORT"] = "the zygote's, not the job's"
 
 def environment(ctx):
     return Outcome.failed(json.dumps(dict(os.environ)))
@@ -58,19 +59,19 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-def test_the_rehearsal_leaves_the_verifier_exactly_the_jobs_environment(
+def test_the_rehearsals_leave_the_verifier_exactly_the_jobs_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The spare set and unset a variable of its own while it rehearsed; the call then
-    replaces the whole environment with the job's."""
+    """The zygote (before it forks) and each spare rehearse a call with the zygote's own
+    environment, a variable the module's import set included; the call then replaces the
+    whole environment with the job's."""
     monkeypatch.setenv("VGATE_TEST_SECRET", "not for verifiers")
-    monkeypatch.setenv(REHEARSAL_NAME, "from the caller")  # not passed: must not get in
     module = write_module(tmp_path, CALLS)
     for _ in range(3):  # the first child and then spares, each rehearsed
         result = call(tmp_path, module, "environment")
         assert result.mode is Mode.FAIL, result.detail
         env = json.loads(result.detail)
-        assert REHEARSAL_NAME not in env
+        assert "VGATE_SET_AT_IMPORT" not in env
         assert "VGATE_TEST_SECRET" not in env
         allowed = {*DEFAULT_ENV_ALLOWLIST, NESTED_ENV, "HOME", "TMPDIR"}
         assert set(env) <= allowed, set(env) - allowed

@@ -25,7 +25,6 @@ from pytest_vgate.verifiers.target import VerifierTarget
 
 STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
 STACK_DUMP_SIGNAL = signal.SIGUSR1  # sent by the pytest process for that dump
-REHEARSAL_NAME = "PYTEST_VGATE_REHEARSAL"  # set and unset again by ``_rehearse``
 
 
 class Link:
@@ -62,7 +61,7 @@ def flush_streams() -> None:
 
 
 def _rehearsal_check(ctx: object) -> bool:
-    """The verifier a spare rehearses its call with (:func:`_rehearsal`)."""
+    """The verifier a spare rehearses its call with (:func:`rehearse`)."""
     return True
 
 
@@ -76,18 +75,13 @@ class _Rehearsal:
         return {}
 
 
-def _rehearsal() -> VerifierJob | None:
-    """The job of a rehearsal: a trivial call walked through our own code while the
-    spare waits for its real job (``child_main``).
+_REHEARSAL_FRAME: list[bytes] = []  # the rehearsal's job on the wire, made once (``_frame``)
 
-    A child's first touch of each page it shares with its zygote copies that page (the
-    interpreter writes reference counts everywhere); walking the path of a call once --
-    decode a job, set the environment, build ``ctx``, call a function of ours, encode
-    the answer -- takes most of those copies before the job arrives, off the call's
-    critical path. Nothing of the verifier's runs, nothing leaves the process, the
-    environment is as it was. An optimisation: None when anything goes wrong.
-    """
-    try:
+
+def _frame() -> bytes:
+    """The job of a rehearsal as the wire carries it, made on first use (in the zygote,
+    before it forks: its children inherit it). Its environment is the process's own."""
+    if not _REHEARSAL_FRAME:
         here = os.getcwd()
         job = VerifierJob(
             target=VerifierTarget(__name__, _rehearsal_check.__name__),
@@ -96,19 +90,41 @@ def _rehearsal() -> VerifierJob | None:
             gate=None,
             cwd=here,
             env=dict(os.environ),
-            deadline=time.time() + 60.0,
+            deadline=time.time() + 3600.0,
             bytecode_checked=True,
         )
-        (message,) = wire.FrameReader().feed(wire.encode(job.message()))
-        decoded = VerifierJob.from_message(message)
-        os.environ.update(decoded.env)  # a no-op
-        os.environ[REHEARSAL_NAME] = ""
-        del os.environ[REHEARSAL_NAME]
+        _REHEARSAL_FRAME.append(wire.encode(job.message()))
+    return _REHEARSAL_FRAME[0]
+
+
+def rehearse(rounds: int = 1) -> None:
+    """Walk a trivial call of our own through a child's path ``rounds`` times: decode a
+    job, replace the environment, build ``ctx``, call a function of ours, encode the
+    answer.
+
+    Two uses, one reason: a forked child's first write to each page it shares with its
+    zygote copies that page, and CPython writes on every object it touches (reference
+    counts), on code it runs the first times (the adaptive interpreter's counters) and
+    on its type lookup cache. The zygote walks the path many times before it forks
+    (``zygote._serve_template``): its children start with that code specialised and
+    those caches filled, and copy only the pages of the objects they touch. A spare
+    walks it once more while it waits for its job (``child_main``): it takes those
+    copies off the call's critical path. Nothing of the verifier's runs, nothing leaves
+    the process, and the environment is the one it had (the job's replaces it whole).
+    An optimisation: whatever goes wrong is ignored.
+    """
+    try:
+        frame = _frame()
+        for _ in range(rounds):
+            (message,) = wire.FrameReader().feed(frame)
+            job = VerifierJob.from_message(message)
+            os.environ.clear()
+            os.environ.update(job.env)  # what it was: the frame was made here or forked
+            wire.encode(execute(job, _Rehearsal()).message())
     # Catch-all: an optimisation never costs a call (a module's import may have changed
     # what our code relies on; the call itself then reports what that breaks).
     except BaseException:  # noqa: BLE001
-        return None
-    return decoded
+        pass
 
 
 def child_main(sock: socket.socket, out_fd: int) -> None:
@@ -132,10 +148,7 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     # stack in its output) and for ``STACK_DUMP_SIGNAL``, the stack dump near the
     # deadline (C code: it works while the verifier is stuck in C).
     link = Link(wire.Channel(sock))
-    rehearsal = _rehearsal()
-    if rehearsal is not None:
-        with suppress(BaseException):  # the same: an optimisation
-            wire.encode(execute(rehearsal, _Rehearsal()).message())
+    rehearse()
     try:
         message = link.channel.recv()
         if message is None:

@@ -15,6 +15,7 @@ import os
 import reprlib
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -143,15 +144,33 @@ def _files_of(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(f for f in found if isinstance(f, str) and f)
 
 
+# What makes ``inspect.signature`` look past a function's code (see ``_takes_argument``).
+_SIGNATURE_HOOKS = frozenset(
+    {"__wrapped__", "__signature__", "_partialmethod", "__partialmethod__"}
+)
+
+
+def _takes_argument(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a positional argument (``ctx``), as ``inspect.signature``
+    says. A plain function's answer is in its code object (what ``inspect`` reads too,
+    at a fraction of the objects touched: each is a page a verifier process copies);
+    anything else -- a decorated function, a callable object, a builtin -- asks
+    ``inspect``; TypeError/ValueError when it cannot say."""
+    if isinstance(fn, types.FunctionType) and not fn.__dict__.keys() & _SIGNATURE_HOOKS:
+        code = fn.__code__
+        return code.co_argcount > 0 or bool(code.co_flags & inspect.CO_VARARGS)
+    params = inspect.signature(fn).parameters.values()
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )
+
+
 def _call(fn: Callable[..., Any], ctx: VerifierContext) -> object:
     """fn(ctx), or fn() for a function that takes no argument (a plain check)."""
     try:
-        params = inspect.signature(fn).parameters.values()
+        takes_arg = _takes_argument(fn)
     except (TypeError, ValueError):  # builtins and odd callables: pass ctx
         return fn(ctx)
-    takes_arg = any(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
-    )
     return fn(ctx) if takes_arg else fn()
 
 
