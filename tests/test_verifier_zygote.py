@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from helpers.verifiers_modules import call, write_module
 
 from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV
+from pytest_vgate.process import pid_alive
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import spawner
 
@@ -32,6 +34,25 @@ def environment(ctx):
 
 def zygote(ctx):
     return Outcome.passed(str(os.getppid()))
+"""
+
+LEFT_BEHIND = """
+import atexit, os, sys, threading, time, weakref
+from pathlib import Path
+
+class Finalized:
+    pass
+
+def leaves(ctx):
+    (ctx.root / f"pid-{os.getpid()}").write_text("")
+    marker = ctx.root / "ran-at-exit"
+    atexit.register(marker.write_text, "atexit")
+    kept = Finalized()
+    weakref.finalize(kept, marker.write_text, "finalizer")
+    sys.modules["__main__"].__dict__["kept"] = kept  # alive until interpreter shutdown
+    threading.Thread(target=time.sleep, args=(300,)).start()  # not a daemon
+    print("before the answer", flush=True)
+    return ANSWER
 """
 
 FAULTHANDLER_OFF = """
@@ -88,6 +109,30 @@ def test_a_module_that_turns_faulthandler_off_still_shows_the_stack_of_a_segfaul
     assert result.mode is Mode.CRASH, result.detail
     assert "Segmentation fault" in result.detail
     assert "in segfault" in result.detail
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
+@pytest.mark.usefixtures("group_isolation")
+@pytest.mark.parametrize(("answer", "mode"), [("True", Mode.PASS), ("False", Mode.FAIL)])
+def test_what_a_verifier_leaves_for_its_exit_never_runs_and_never_changes_its_answer(
+    tmp_path: Path, answer: str, mode: Mode
+) -> None:
+    """The child exits at once after its answer (``os._exit``): an atexit handler, a
+    finalizer and a non-daemon thread the verifier left never run to the end nor wait:
+    the answer is what the function returned, the call does not wait for the thread,
+    and the child is gone after the call."""
+    module = write_module(tmp_path, LEFT_BEHIND.replace("ANSWER", answer))
+    result = call(tmp_path, module, "leaves")
+    assert result.mode is mode, result.detail
+    assert "before the answer" in result.output
+    assert not (tmp_path / "ran-at-exit").exists()
+    (pid_file,) = tmp_path.glob("pid-*")
+    pid = int(pid_file.name.split("-")[1])
+    end = time.monotonic() + 30
+    while pid_alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not pid_alive(pid), "the verifier's process outlived its call"
+    assert not (tmp_path / "ran-at-exit").exists()
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc (Linux)")
