@@ -15,6 +15,8 @@ The floor is measured in a clean process that imported pytest: a bare ``os.fork`
 
     python bench/verifiers.py              # N = 100 and 400, 3 rounds
     python bench/verifiers.py --quick      # N = 20 and 80, 1 round
+    python bench/verifiers.py --against OTHER/.venv/bin/python   # and another tree's
+                                           # plugin in the same rounds (an A/B)
 """
 
 from __future__ import annotations
@@ -104,6 +106,12 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], rounds=3)
     parser.add_argument("-n", type=int, default=None, help="verifiers per run (default 100)")
     parser.add_argument("--floor-calls", type=int, default=200, help="calls per floor median")
+    parser.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="also run the verifiers with this interpreter (another tree's venv) in the "
+        "same rounds; its slopes are reported against the same plain tests",
+    )
     args = parser.parse_args()
     n = args.n or (20 if args.quick else 100)
     sizes = (n, 4 * n)
@@ -135,6 +143,13 @@ def main() -> None:
                 return run_child(argv, cwd=where, env=env).check(what="plain tests")
 
             subjects += [(f"verifiers N={size}", verifiers), (f"plain N={size}", plain_tests)]
+            if args.against:
+
+                def against(where: Path = vdir, python: str = args.against) -> Run:
+                    argv = [python, "-m", "pytest", "test_verifiers.py", *common]
+                    return run_child(argv, cwd=where, env=env).check(what="--against")
+
+                subjects.append((f"against N={size}", against))
         series: dict[str, Series] = alternate(rounds, subjects, verbose=not args.quiet)
         floor = floors(base, 20 if args.quick else args.floor_calls)
 
@@ -157,6 +172,22 @@ def main() -> None:
     cpu_small = series[f"verifiers N={small}"].cpu - series[f"plain N={small}"].cpu
     cpu_large = series[f"verifiers N={large}"].cpu - series[f"plain N={large}"].cpu
     cpu_per_call = (cpu_large - cpu_small) / (large - small) * 1000
+    against = []
+    if args.against:
+        a_small = series[f"against N={small}"].median - series[f"plain N={small}"].median
+        a_large = series[f"against N={large}"].median - series[f"plain N={large}"].median
+        ac_small = series[f"against N={small}"].cpu - series[f"plain N={small}"].cpu
+        ac_large = series[f"against N={large}"].cpu - series[f"plain N={large}"].cpu
+        against = [
+            [
+                "--against: per-call overhead ms (slope)",
+                (a_large - a_small) / (large - small) * 1000,
+            ],
+            [
+                "--against: per-call overhead, CPU ms (slope)",
+                (ac_large - ac_small) / (large - small) * 1000,
+            ],
+        ]
     v_large = series[f"verifiers N={large}"].median
     print(
         table(
@@ -176,6 +207,7 @@ def main() -> None:
                 ],
                 ["floor: os.fork + waitpid, pytest imported, ms", floor["fork"] * 1000],
                 ["floor: socket round trip between processes ms", floor["round_trip"] * 1000],
+                *against,
             ],
         )
     )
