@@ -188,6 +188,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             capture_limit=ctx.capture_limit,
             isolation=ctx.isolation,
             shepherds=ctx.shepherds,
+            need_pid=False,  # a gate's verdict never names the pid: one answer per check
         )
         if probe is not None and not isinstance(probe, Measured):
             measured = probe.collect()

@@ -7,6 +7,7 @@ are looked for by a marker in their command line, as the host sees them.
 
 from __future__ import annotations
 
+import errno
 import json
 import marshal
 import os
@@ -318,6 +319,53 @@ def test_a_bad_environment_fails_its_check_and_no_other(bad: dict[str, str]) -> 
     if level_here() != "group":
         direct = run(["true"], env={**ENV, **bad}, isolation="off")
         assert direct.spawn_target == "argv"  # as Popen says it
+
+
+def test_a_quiet_request_gets_one_answer_the_exit() -> None:
+    """A caller that needs no pid (a gate) asks quietly: the shepherd's first and only
+    answer is the exit, or why the check did not start."""
+    pool = contain.Pool()
+    shepherd = pool.take()
+    if shepherd is None:
+        pytest.skip(f"no shepherd here: {pool.failure('namespace')}")
+    try:
+        answers = []
+        for argv in (["sh", "-c", "exit 3"], ["no-such-program-vgate"]):
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            try:
+                shepherd.request(argv, "/", dict(ENV), out_w, err_w, quiet=True)
+            finally:
+                for fd in (out_w, err_w):
+                    os.close(fd)
+            answers.append(shepherd._answer(30.0))
+            for fd in (out_r, err_r):
+                os.close(fd)
+        assert answers[0] == {"exit": 3, "abandoned": False}
+        assert answers[1] is not None and answers[1]["oserror"][0] == errno.ENOENT
+        assert not shepherd.has_answer()
+    finally:
+        pool.give_back(shepherd)
+        pool.close()
+
+
+@pytest.mark.slow
+def test_a_check_run_without_a_pid_is_contained_alike(tmp_path: Path) -> None:
+    """``need_pid=False`` (how gates run): same exit codes, same spawn errors, the same
+    deadline, and still nothing the check started outlives it; only the pid is unknown."""
+    assert run(["sh", "-c", "exit 3"], need_pid=False).exit_code == 3
+    missing = run(["no-such-program-vgate"], need_pid=False)
+    assert (missing.exit_code, missing.program_not_found) == (None, True)
+    marker = new_marker("quiet")
+    try:
+        r = run(escaping_check(marker, str(tmp_path), "hang"), timeout=4, need_pid=False)
+        assert "escaped: ['daemon', 'setsid']" in r.stdout, r.stderr
+        assert (r.exit_code, r.timed_out) == (None, True)
+        if r.isolation != "group":
+            assert r.pid is None
+        assert survivors(marker) == [], "a descendant outlived the check"
+    finally:
+        kill_all(marker)
 
 
 def test_an_exit_that_arrives_with_started_is_not_waited_for() -> None:

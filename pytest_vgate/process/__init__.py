@@ -135,6 +135,7 @@ def run_process(
     on_start: Callable[[int], None] | None = None,
     isolation: str | None = None,
     shepherds: Pool | None = None,
+    need_pid: bool = True,
 ) -> ProcessResult:
     """Run argv without a shell and never raise for anything the process does.
 
@@ -146,6 +147,8 @@ def run_process(
 
     ``on_start(pid)`` is told the new process group before we wait on it, so a caller
     that may itself be killed (a verifier process) can have the group killed for it.
+    ``need_pid=False``: the caller does not read the result's ``pid``; under a shepherd
+    it is then None, and the shepherd answers once per check instead of twice.
 
     ``env`` is the complete environment (nothing is inherited; argv[0] without a slash is
     looked up on ``env``'s PATH). Raises ``ValueError`` only for a NaN timeout or a
@@ -179,7 +182,8 @@ def run_process(
             from pytest_vgate.process.shepherded import run_shepherded
 
             return run_shepherded(
-                pool, shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start
+                pool, shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start,
+                need_pid,
             )
     try:
         proc = subprocess.Popen(

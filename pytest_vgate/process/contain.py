@@ -52,6 +52,9 @@ class ShepherdError(VgateError):
 class Shepherd:
     """One running shepherd, used by one caller thread at a time."""
 
+    quiet = False  # the last request asked for no "started" answer
+    early_exit: dict[str, Any] | None = None  # a quiet check's exit, read by started()
+
     def __init__(self, want: str) -> None:
         if not sys.executable or not os.path.isdir("/proc"):
             raise ShepherdError("needs a Python executable and /proc")
@@ -126,6 +129,8 @@ class Shepherd:
     def has_answer(self) -> bool:
         """Whether a whole message was already read into the buffer (the selector will
         not report it again)."""
+        if self.early_exit is not None:
+            return True
         buffer = self.buffer
         return len(buffer) >= 4 and len(buffer) >= 4 + int.from_bytes(buffer[:4], "big")
 
@@ -149,14 +154,28 @@ class Shepherd:
             raise ValueError(f"garbage from the shepherd: {msg!r:.80}")
         return msg
 
-    def request(self, argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> None:
+    def request(
+        self,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        out: int,
+        err: int,
+        *,
+        quiet: bool = False,
+    ) -> None:
         """Ask for a check to be started; ``started`` reads the answer.
 
         The environment goes only when it differs from the one sent before (the shepherd
         keeps it): checks of a session mostly share one, and it is most of a request.
-        ``env`` must not be changed by the caller afterwards.
+        ``env`` must not be changed by the caller afterwards. ``quiet``: the caller needs
+        no pid, so the shepherd answers once, with the exit (or why it did not start):
+        one message and one wake-up per check less.
         """
         req: dict[str, Any] = {"op": "run", "argv": argv, "cwd": cwd}
+        if quiet:
+            req["quiet"] = True
+        self.quiet = quiet
         if env != self.sent_env:
             req["env"] = env
         try:
@@ -167,7 +186,11 @@ class Shepherd:
         self.sent_env = env
 
     def started(self) -> int:
-        """The started check's pid as we see it; raises what Popen would (OSError, ...)."""
+        """The started check's pid as we see it; raises what Popen would (OSError, ...).
+
+        After a quiet request the first answer is the exit: it is kept for ``read_exit``
+        and the pid is unknown (-1).
+        """
         msg = self._answer(ANSWER_TIMEOUT)
         if msg is None:
             raise ShepherdError("the shepherd is gone")
@@ -176,6 +199,9 @@ class Shepherd:
             raise OSError(err, text, name) if name is not None else OSError(err, text)
         if "valueerror" in msg:
             raise ValueError(msg["valueerror"])
+        if "exit" in msg and self.quiet:
+            self.early_exit = msg
+            return -1
         if "started" not in msg:
             self.broken = True
             raise ShepherdError(f"unexpected answer from the shepherd: {msg!r}")
@@ -199,10 +225,12 @@ class Shepherd:
 
     def read_exit(self) -> tuple[int | None, bool]:
         """(returncode, abandoned) once the sock is readable; (None, True) if it died."""
-        try:
-            msg = self._answer(ANSWER_TIMEOUT)
-        except ShepherdError:
-            msg = None
+        msg, self.early_exit = self.early_exit, None
+        if msg is None:
+            try:
+                msg = self._answer(ANSWER_TIMEOUT)
+            except ShepherdError:
+                msg = None
         if msg is None or "exit" not in msg:
             self.broken = True
             return None, True

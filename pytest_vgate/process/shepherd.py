@@ -14,10 +14,11 @@ or when the caller goes away (the socket closes).
 Protocol (each message: a 4-byte big-endian length, then a ``marshal``-ed dict; fds ride
 on the first byte):
   shepherd -> caller  {"ready": LEVEL, "detail": TEXT}           LEVEL: namespace | contained
-  caller -> shepherd  {"op": "run", "argv", "cwd", "env"} + fds [stdout, stderr]
-                      ("env" left out: the environment of the previous run, unchanged)
+  caller -> shepherd  {"op": "run", "argv", "cwd", "env", "quiet"} + fds [stdout, stderr]
+                      ("env" left out: the environment of the previous run, unchanged;
+                      "quiet": true: no "started" answer, the caller needs no pid)
   shepherd -> caller  {"started": PID} | {"oserror": [ERRNO, STRERROR, FILENAME]}
-                      | {"valueerror": TEXT}
+                      | {"valueerror": TEXT}             ("started" not sent when quiet)
   caller -> shepherd  {"op": "signal", "sig": N}   (SIGKILL: kill every process of the check)
   shepherd -> caller  {"exit": RETURNCODE, "abandoned": BOOL}    after everything is reaped
 """
@@ -148,7 +149,8 @@ class Shepherd:
         finally:
             for fd in fds:
                 os.close(fd)
-        send(self.sock, {"started": pid})
+        if req.get("quiet") is not True:  # quiet: one answer per check, the exit
+            send(self.sock, {"started": pid})
         code, caller_left = self.watch(pid)
         if self.has_children():  # usually none: the check left nothing behind
             self.kill_all()
@@ -234,8 +236,10 @@ def check_env(env: dict[str, str]) -> None:
 
 
 def spawn(argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) -> int:
-    """Start a check as the plugin's direct path would: new session, stdin /dev/null, only
-    stdout/stderr open, default signal handlers, ``argv[0]`` looked up on ``env``'s PATH.
+    """Start a check as the plugin's direct path would without a terminal: a new process
+    group (we have no controlling terminal, so a new session would add nothing but, on
+    Linux, a scheduler autogroup per check), stdin /dev/null, only stdout/stderr open,
+    default signal handlers, ``argv[0]`` looked up on ``env``'s PATH.
     Raises what ``subprocess.Popen`` would (OSError with the cwd or the program). ``env``
     was checked with ``check_env`` when it arrived.
 
@@ -266,7 +270,7 @@ def spawn(argv: list[str], cwd: str, env: dict[str, str], out: int, err: int) ->
                 continue
             try:
                 return os.posix_spawn(
-                    path, argv, env, file_actions=actions, setsid=True, setsigdef=defaults
+                    path, argv, env, file_actions=actions, setpgroup=0, setsigdef=defaults
                 )
             except OSError as exc:
                 if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and first_error is None:

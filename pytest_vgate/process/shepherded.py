@@ -33,8 +33,12 @@ def run_shepherded(
     timeout: float,
     capture_limit: int,
     on_start: Callable[[int], None] | None,
+    need_pid: bool = True,
 ) -> ProcessResult:
-    """``run_process`` through a shepherd: the same contract, stronger containment."""
+    """``run_process`` through a shepherd: the same contract, stronger containment.
+
+    Without ``on_start`` and ``need_pid`` the shepherd is asked for one answer per check
+    (the exit), and the result's ``pid`` is None."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     captures = {out_r: Capture(capture_limit), err_r: Capture(capture_limit)}
@@ -45,7 +49,8 @@ def run_shepherded(
     try:
         try:
             argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else a for a in args]
-            shepherd.request(argv, cwd, dict(env), out_w, err_w)
+            quiet = on_start is None and not need_pid
+            shepherd.request(argv, cwd, dict(env), out_w, err_w, quiet=quiet)
         finally:
             os.close(out_w)
             os.close(err_w)
@@ -138,8 +143,9 @@ def _watch_shepherd(
                     on_start(pid)
                 if not shepherd.has_answer():
                     continue
-                # The exit came with "started" and sits in our buffer, not in the socket:
-                # the selector would not tell us again.
+                # The exit came with "started" (or instead of it: a quiet request) and
+                # sits in our buffer, not in the socket: the selector would not tell us
+                # again.
             if fd == sock:
                 sel.unregister(sock)
                 code, abandoned = shepherd.read_exit()
