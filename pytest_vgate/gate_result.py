@@ -215,7 +215,7 @@ def evaluate_gate(
         rbg_reason=rbg.reason,
         base_verdict=base,
         red=red,
-        records=tuple(r.to_dict() for r in records),
+        records=evidence.encode(records),
         tree_label=evidence.tree.label,
         ledger=str(evidence.ledger.path),
         coverage=cov,

@@ -92,41 +92,107 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 
 def to_json(obj: object) -> dict[str, Any]:
     """The JSON object of a dataclass instance (only JSON-able primitives inside)."""
-    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
-        raise TypeError(f"to_json() takes a dataclass instance, not {type(obj).__name__}")
     cls = type(obj)
-    out = {name: _encode(getattr(obj, name)) for name in getattr(cls, "__json_head__", ())}
-    for f in _fields(cls):
-        value = _encode(getattr(obj, f.name))
-        if f.round_to is not None and isinstance(value, float):
-            value = round(value, f.round_to)
-        out[f.name] = value
-    for name in getattr(cls, "__json_tail__", ()):
+    plan = _PLANS.get(cls)
+    if plan is None:
+        if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+            raise TypeError(f"to_json() takes a dataclass instance, not {cls.__name__}")
+        plan = _plan(cls)
+    head, fields, tail = plan
+    out = {name: _encode(getattr(obj, name)) for name in head}
+    for name, round_to in fields:
+        value = getattr(obj, name)
+        if type(value) not in _PLAIN:
+            value = _encode(value)
+        if round_to is not None and isinstance(value, float):
+            value = round(value, round_to)
+        out[name] = value
+    for name in tail:
         out[name] = _encode(getattr(obj, name))
     return out
 
 
+# Per dataclass, worked out once: (head names, (field name, digits to round to), tail).
+_PLANS: dict[type, tuple[tuple[str, ...], tuple[tuple[str, int | None], ...], tuple[str, ...]]] = {}
+# Types whose values are their own JSON (exactly these: a str enum is not one of them).
+_PLAIN = frozenset({type(None), bool, int, float, str})
+
+
+def _plan(
+    cls: type,
+) -> tuple[tuple[str, ...], tuple[tuple[str, int | None], ...], tuple[str, ...]]:
+    plan = (
+        tuple(getattr(cls, "__json_head__", ())),
+        tuple((f.name, f.round_to) for f in _fields(cls)),
+        tuple(getattr(cls, "__json_tail__", ())),
+    )
+    _PLANS[cls] = plan
+    return plan
+
+
 def _encode(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value.value if isinstance(value, enum.Enum) else value
-    if isinstance(value, enum.Enum):
-        return _encode(value.value)
-    own = _own_codec(type(value))
-    if own is not None:
-        return value.to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_json(value)
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"JSON object keys are strings, not {key!r}")
-            out[key] = _encode(item)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_encode(item) for item in value]
+    cls = type(value)
+    if cls in _PLAIN:
+        return value
+    encoder = _ENCODERS.get(cls)
+    if encoder is None:
+        encoder = _encoder(cls)
+    return encoder(value)
+
+
+def _encoder(cls: type) -> Callable[[Any], Any]:
+    """How values of ``cls`` encode (decided once per type: the order of the checks is
+    the order in which a value's kinds take precedence)."""
+    encoder: Callable[[Any], Any]
+    if issubclass(cls, enum.Enum):
+        encoder = _encode_enum
+    elif issubclass(cls, (bool, int, float, str)):
+        encoder = _encode_plain_subclass
+    elif _own_codec(cls) is not None:
+        encoder = _encode_own
+    elif dataclasses.is_dataclass(cls):
+        encoder = to_json
+    elif issubclass(cls, Path):
+        encoder = str
+    elif issubclass(cls, Mapping):
+        encoder = _encode_mapping
+    elif issubclass(cls, (list, tuple)):
+        encoder = _encode_sequence
+    else:
+        encoder = _not_jsonable
+    _ENCODERS[cls] = encoder
+    return encoder
+
+
+_ENCODERS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _encode_enum(value: enum.Enum) -> Any:
+    return _encode(value.value)
+
+
+def _encode_plain_subclass(value: Any) -> Any:
+    return value
+
+
+def _encode_own(value: Any) -> Any:
+    return value.to_dict()
+
+
+def _encode_mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise TypeError(f"JSON object keys are strings, not {key!r}")
+        out[key] = _encode(item)
+    return out
+
+
+def _encode_sequence(value: Sequence[Any]) -> list[Any]:
+    return [_encode(item) for item in value]
+
+
+def _not_jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-able: {value!r}")
 
 

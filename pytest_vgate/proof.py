@@ -46,6 +46,10 @@ class Evidence:
     base_ref: str | None = None
     base_trees: dict[str, TreeState] = field(default_factory=dict)  # worktree path -> state
     changes: dict[str, Change] = field(default_factory=dict)  # worktree path -> change
+    # In the process that writes the ledger (``remember_built``): each record's JSON object
+    # as ``encode`` made it, by id, with the record (see ``record_of``).
+    remember_built: bool = False
+    built: dict[int, tuple[dict[str, Any], Record]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(
@@ -77,6 +81,25 @@ class Evidence:
             warnings=[*warnings, *(ledger.warning(text) for text in dropped)],
             base_ref=base_ref,
         )
+
+    def encode(self, records: Iterable[Record]) -> tuple[dict[str, Any], ...]:
+        """The records' JSON objects, as a gate's payload carries them to the ledger's
+        writer; in that process each is remembered with its record (``record_of``)."""
+        out = tuple(record.to_dict() for record in records)
+        if self.remember_built:
+            for data, record in zip(out, records, strict=True):
+                self.built[id(data)] = (data, record)
+        return out
+
+    def record_of(self, data: object) -> Record:
+        """The record a payload's JSON object stands for. One ``encode`` made in this
+        process is taken back as the record it was made from (whatever happened to the
+        payload's copy since: the ledger keeps what was observed); any other (a worker's,
+        a merged shard's) is decoded, strictly (``JsonShapeError`` if it does not fit)."""
+        hit = self.built.pop(id(data), None)
+        if hit is not None and hit[0] is data:
+            return hit[1]
+        return Record.from_dict(data)
 
     def base_tree(self, base_root: Path) -> TreeState:
         key = str(base_root)

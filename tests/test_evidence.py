@@ -44,7 +44,8 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.measure import Measured
-from pytest_vgate.proof import bind_records
+from pytest_vgate.jsonable import JsonShapeError
+from pytest_vgate.proof import Evidence, bind_records
 from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict
 
@@ -317,6 +318,32 @@ def test_record_from_dict_rejects_malformed() -> None:
     ):
         with pytest.raises((KeyError, ValueError, TypeError)):
             Record.from_dict(broken)
+
+
+def test_the_ledger_writer_takes_back_its_own_records_and_decodes_any_other(
+    tmp_path: Path,
+) -> None:
+    """The process that writes the ledger gets the records it made back as made (no decode
+    of its own JSON, and a payload's copy edited since does not change the ledger); a
+    record from elsewhere (an xdist worker, a merged shard) is decoded strictly."""
+    tree = TreeState("a" * 40, "", "aaaaaaa")
+    records = [rec(PASS, tree), rec(RED, tree)]
+    elsewhere = Evidence(root=tmp_path, ledger=Ledger.default(tmp_path), tree=tree)
+    writer = replace(elsewhere, remember_built=True, built={})
+    theirs = elsewhere.encode(records)
+    ours = writer.encode(records)
+    assert list(theirs) == list(ours) == [r.to_dict() for r in records]
+    assert elsewhere.built == {}  # a worker keeps nothing
+    ours[0]["exit_code"] = "99"  # whatever happened to the payload's copy since
+    assert writer.record_of(ours[0]) is records[0]
+    assert writer.record_of(ours[1]) is records[1]
+    assert writer.built == {}  # each is taken back once
+    again = writer.record_of(dict(theirs[1]))  # a copy: decoded, equal
+    assert again == records[1] and again is not records[1]
+    with pytest.raises(JsonShapeError):
+        writer.record_of({**theirs[0], "mode": "maybe"})
+    with pytest.raises(JsonShapeError):
+        writer.record_of(ours[0])  # taken already: now only its edited JSON is left
 
 
 # --- the ledger -------------------------------------------------------------------------

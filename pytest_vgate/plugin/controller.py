@@ -38,7 +38,9 @@ class Controller:
         # that only collects checks nothing: it reads no ledger and runs no git.
         roots = () if self.config.option.collectonly else dict.fromkeys(g.root for g in self.loaded)
         for root in roots:
-            self.res.warnings.extend(self.res.evidence_for(root).warnings)
+            evidence = self.res.evidence_for(root)
+            self.res.warnings.extend(evidence.warnings)
+            evidence.remember_built = True  # this process writes it: see _record_evidence
         if self.res.settings.base:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix:
@@ -173,13 +175,22 @@ class Controller:
         if not self.payloads:
             return  # nothing ran
         from pytest_vgate.evidence import Ledger, Record
+        from pytest_vgate.proof import Evidence
 
+        # A record this process made is taken back, not decoded from its own JSON (the
+        # evidence already loaded only: nothing is read again here).
+        evidence = {
+            str(e.ledger.path): e for e in self.res.cache.values() if isinstance(e, Evidence)
+        }
         by_ledger: dict[str, list[Record]] = {}
         for payload in self.payloads.values():
             if not isinstance(payload, CheckPayload) or not payload.ledger:
                 continue
+            ours = evidence.get(payload.ledger)
             for data in payload.records:
-                by_ledger.setdefault(payload.ledger, []).append(Record.from_dict(data))
+                obj = data.to_dict()
+                record = ours.record_of(obj) if ours is not None else Record.from_dict(obj)
+                by_ledger.setdefault(payload.ledger, []).append(record)
         for ledger, records in by_ledger.items():
             self.res.warnings.extend(Ledger(Path(ledger)).append(records))
 

@@ -182,7 +182,15 @@ def run_process(
             from pytest_vgate.process.shepherded import run_shepherded
 
             return run_shepherded(
-                pool, shepherd, args, cwd_s, env, start, timeout, capture_limit, on_start,
+                pool,
+                shepherd,
+                args,
+                cwd_s,
+                env,
+                start,
+                timeout,
+                capture_limit,
+                on_start,
                 need_pid,
             )
     try:
