@@ -43,8 +43,8 @@ from pytest_vgate.evidence.reach import (
     judge,
     red_reach,
 )
-from pytest_vgate.measure import Measured
 from pytest_vgate.jsonable import JsonShapeError
+from pytest_vgate.measure import Measured
 from pytest_vgate.proof import Evidence, bind_records
 from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict

@@ -11,7 +11,7 @@ import errno
 import json
 import marshal
 import os
-import selectors
+import select
 import signal
 import socket
 import subprocess
@@ -321,6 +321,22 @@ def test_a_bad_environment_fails_its_check_and_no_other(bad: dict[str, str]) -> 
         assert direct.spawn_target == "argv"  # as Popen says it
 
 
+@pytest.mark.parametrize("need_pid", [True, False], ids=["pid", "quiet"])
+def test_a_check_gets_only_stdin_stdout_and_stderr(need_pid: bool) -> None:
+    """No descriptor of ours reaches a check: not the shepherd's socket, not the copies of
+    the output pipes it was handed (a check holding one would keep its own output open)."""
+    show = [
+        PY,
+        "-c",
+        "import json, os; print(json.dumps(sorted(map(int, os.listdir('/proc/self/fd')))))",
+    ]
+    for _ in range(2):  # the first check of a shepherd and a later one
+        r = run(show, need_pid=need_pid)
+        assert r.exit_code == 0, r.stderr
+        opened = json.loads(r.stdout)
+        assert opened[:3] == [0, 1, 2] and len(opened) <= 4, opened  # 4th: listdir's own
+
+
 def test_a_quiet_request_gets_one_answer_the_exit() -> None:
     """A caller that needs no pid (a gate) asks quietly: the shepherd's first and only
     answer is the exit, or why the check did not start."""
@@ -379,15 +395,14 @@ def test_an_exit_that_arrives_with_started_is_not_waited_for() -> None:
         for body in (marshal.dumps({"started": 4242}), marshal.dumps({"exit": 3}))
     )
     theirs.sendall(frames)
-    sel = selectors.PollSelector()
-    sel.register(ours.fileno(), selectors.EVENT_READ)
+    sel = select.poll()
+    sel.register(ours.fileno(), select.POLLIN)
     started = time.monotonic()
     try:
         timed_out, code, pid = shepherded._watch_shepherd(
             shepherd, sel, {}, time.monotonic() + 5.0, None
         )
     finally:
-        sel.close()
         ours.close()
         theirs.close()
     assert (timed_out, code, pid) == (False, 3, 4242)

@@ -25,6 +25,7 @@ on the first byte):
 
 from __future__ import annotations
 
+import array
 import contextlib
 import errno
 import marshal
@@ -47,6 +48,7 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 REAP_LIMIT = 5.0  # seconds to wait for killed processes (stuck in the kernel: give up)
 MAX_MESSAGE = 64 << 20
+_CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
 
 
 def send(sock: socket.socket, data: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -65,9 +67,9 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | Non
     head = b""
     while len(head) < 4:
         if max_fds and not head:
-            chunk, fds, _flags, _addr = socket.recv_fds(sock, 4, max_fds)
-            for fd in fds:  # a check must get only what spawn() puts on 0, 1 and 2
-                os.set_inheritable(fd, False)
+            # A check must get only what spawn() puts on 0, 1 and 2: the fds arrive
+            # close-on-exec (set by the kernel where it can, else by us).
+            chunk, fds = _recv_fds(sock, 4, max_fds)
         else:
             chunk = sock.recv(4 - len(head))
         if not chunk:
@@ -85,6 +87,21 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | Non
             return None, fds
         body += chunk
     return marshal.loads(bytes(body)), fds
+
+
+def _recv_fds(sock: socket.socket, size: int, max_fds: int) -> tuple[bytes, list[int]]:
+    """``socket.recv_fds``, with the fds close-on-exec (that function drops its flags)."""
+    fds = array.array("i")
+    chunk, ancdata, _flags, _addr = sock.recvmsg(
+        size, socket.CMSG_LEN(max_fds * fds.itemsize), _CLOEXEC
+    )
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    if not _CLOEXEC:  # pragma: no cover - Linux has MSG_CMSG_CLOEXEC
+        for fd in fds:
+            os.set_inheritable(fd, False)
+    return chunk, list(fds)
 
 
 class Shepherd:
@@ -152,9 +169,10 @@ class Shepherd:
         if req.get("quiet") is not True:  # quiet: one answer per check, the exit
             send(self.sock, {"started": pid})
         code, caller_left = self.watch(pid)
-        if self.has_children():  # usually none: the check left nothing behind
+        clean = True  # usually: the check left nothing behind, nothing to kill or reap
+        if self.has_children():
             self.kill_all()
-        clean = self.reap_all()
+            clean = self.reap_all()
         if caller_left:
             return False
         send(self.sock, {"exit": code, "abandoned": not clean})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-import selectors
+import select
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -42,7 +42,7 @@ def run_shepherded(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     captures = {out_r: Capture(capture_limit), err_r: Capture(capture_limit)}
-    sel = _selector()
+    sel = select.poll()  # for three fds per check: no set-up calls, no fd of its own
     failure: ProcessResult | None = None
     finished = False
     pid = -1
@@ -56,8 +56,8 @@ def run_shepherded(
             os.close(err_w)
         for fd in (out_r, err_r):
             os.set_blocking(fd, False)
-            sel.register(fd, selectors.EVENT_READ)
-        sel.register(shepherd.fileno(), selectors.EVENT_READ)
+            sel.register(fd, select.POLLIN)
+        sel.register(shepherd.fileno(), select.POLLIN)
         deadline = start + max(timeout, 0.0)
         timed_out, code, pid = _watch_shepherd(shepherd, sel, captures, deadline, on_start)
         finished = True
@@ -75,7 +75,6 @@ def run_shepherded(
         finished = True
         failure = spawn_failure(args, start, str(exc), None, "argv")
     finally:
-        sel.close()
         os.close(out_r)
         os.close(err_r)
         if finished:
@@ -97,17 +96,9 @@ def run_shepherded(
     )
 
 
-def _selector() -> selectors.BaseSelector:
-    """``poll`` where there is one: for three fds per check it needs no set-up calls (an
-    ``epoll`` selector is a file descriptor of its own, made and closed per check)."""
-    if hasattr(selectors, "PollSelector"):
-        return selectors.PollSelector()
-    return selectors.DefaultSelector()  # pragma: no cover - no poll(2) on this platform
-
-
 def _watch_shepherd(
     shepherd: Shepherd,
-    sel: selectors.BaseSelector,
+    sel: select.poll,
     captures: dict[int, Capture],
     deadline: float,
     on_start: Callable[[int], None] | None,
@@ -134,9 +125,8 @@ def _watch_shepherd(
             return timed_out, code, pid
         wake = drain_until if exited else next_signal_at
         wait = max(0.0, wake - now)
-        events = sel.select(None if math.isinf(wait) else wait)
-        for key, _ in events:
-            fd = int(key.fd)
+        events = sel.poll(None if math.isinf(wait) else math.ceil(wait * 1e3))
+        for fd, _ in events:  # readable, hung up or in error: read it to learn which
             if fd == sock and pid == 0:
                 pid = shepherd.started() or -1
                 if on_start is not None and pid > 0:
