@@ -96,8 +96,7 @@ def _private_dir(fd: int) -> bool:
 
 
 def _names(fd: int) -> list[str]:
-    with os.scandir(fd) as entries:
-        return [entry.name for entry in entries]
+    return os.listdir(fd)  # a directory fd: read from its start, the fd itself unchanged
 
 
 def _user_xattrs(fd: int) -> bool:

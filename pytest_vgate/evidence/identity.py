@@ -76,7 +76,7 @@ def _fingerprint(gate: Gate, tools: tuple[ToolRecord, ...], content: str) -> str
         "type": gate.type.value,
         "argv": list(gate.argv),
         "expect": sorted(set(gate.expect)),
-        "cwd": Path(gate.cwd).as_posix(),
+        "cwd": _posix(gate.cwd),
         "env": {
             "pass": sorted(set(gate.env.pass_names)),
             "set": sorted([k, v] for k, v in gate.env.set_values),
@@ -87,6 +87,12 @@ def _fingerprint(gate: Gate, tools: tuple[ToolRecord, ...], content: str) -> str
         "content": content,
     }
     return hashlib.sha256(_canonical(identity)).hexdigest()
+
+
+@functools.lru_cache(maxsize=1024)
+def _posix(folder: str) -> str:
+    """A gate's cwd as the fingerprint spells it (gates of a file share a few)."""
+    return Path(folder).as_posix()
 
 
 @functools.lru_cache(maxsize=4096)
