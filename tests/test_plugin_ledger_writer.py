@@ -1,0 +1,47 @@
+"""End to end: the controller writes the ledger from the records it made, not from their
+JSON (``Evidence.encode``/``record_of``); what lands in the ledger is the same."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from pytest_vgate.evidence import Record
+
+
+def test_the_controller_writes_its_own_records_without_decoding_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[object] = []
+    decode = Record.from_dict.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Record], data: object) -> Record:
+        decoded.append(data)
+        return decode(cls, data)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Record, "from_dict", classmethod(counting))
+    (pytester.path / "gates.yaml").write_text(
+        textwrap.dedent(
+            """\
+            gates:
+              - id: passes
+                check: "true"
+              - id: fails
+                check: "false"
+            """
+        )
+    )
+    report = pytester.path / "report.json"
+    result = pytester.inline_run(
+        "--vgate", "gates.yaml", f"--vgate-report={report}", "-p", "no:cacheprovider"
+    )
+    result.assertoutcome(passed=1, failed=1)
+    lines = (pytester.path / ".vgate" / "ledger.jsonl").read_text().splitlines()
+    written = [json.loads(line) for line in lines]
+    made = [r for g in json.loads(report.read_text())["gates"] for r in g["records"]]
+    by_gate = sorted(written, key=lambda r: r["gate_id"])  # fails, passes
+    assert by_gate == sorted(made, key=lambda r: r["gate_id"])
+    assert [r["exit_code"] for r in by_gate] == [1, 0]
+    assert decoded == []  # taken back as made, not decoded from the payloads
