@@ -275,6 +275,24 @@ def test_shepherds_are_reused_and_leave_no_processes() -> None:
     assert len(contain.POOL._idle.get("namespace", [])) == 1
 
 
+def test_a_session_pool_takes_over_an_idle_shepherd_before_starting_one() -> None:
+    """A session's own pool first takes over an idle shepherd of the process's pool (the
+    one its git calls used): one shepherd per session, not two; it is the session's now."""
+    if level_here() == "group":
+        pytest.skip("no shepherd here")
+    run(["true"])  # the process's pool now has one idle shepherd
+    (idle,) = contain.POOL._idle["namespace"]
+    session = contain.Pool()
+    try:
+        r = run(["sh", "-c", "exit 5"], shepherds=session)
+        assert r.exit_code == 5
+        assert contain.POOL._idle.get("namespace") == []  # taken over, not copied
+        assert session._idle["namespace"] == [idle]  # and given back to its new pool
+    finally:
+        session.close()
+    assert idle.proc.poll() is not None  # stopped with the session's pool
+
+
 def test_a_dead_shepherd_is_replaced_not_trusted() -> None:
     """An idle shepherd that was killed (OOM killer, a stray kill) costs no check."""
     run(["true"])

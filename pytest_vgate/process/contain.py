@@ -349,14 +349,18 @@ class Pool:
             os.register_at_fork(after_in_child=self._forget)
 
     def take(self, want: str = "namespace") -> Shepherd | None:
-        """An idle or new shepherd; None when none can run here (reason: ``failure``)."""
+        """An idle or new shepherd; None when none can run here (reason: ``failure``).
+
+        Before a new one is started, an idle shepherd of the process's default pool is
+        taken over (ours from then on, stopped with this pool): a session's own ``git``
+        calls go through that pool, its checks through the session's.
+        """
+        shepherd = self._take_idle(want)
+        if shepherd is None and self is not POOL:
+            shepherd = POOL._take_idle(want)
+        if shepherd is not None:
+            return shepherd
         with self._lock:
-            idle = self._idle.get(want, [])
-            while idle:
-                shepherd = idle.pop()
-                if shepherd.proc.poll() is None:  # alive (an idle one may have been killed)
-                    return shepherd
-                shepherd.discard()
             if want in self._failed:
                 return None
         try:
@@ -365,6 +369,16 @@ class Pool:
             with self._lock:
                 self._failed[want] = str(exc)
             return None
+
+    def _take_idle(self, want: str) -> Shepherd | None:
+        with self._lock:
+            idle = self._idle.get(want, [])
+            while idle:
+                shepherd = idle.pop()
+                if shepherd.proc.poll() is None:  # alive (an idle one may have been killed)
+                    return shepherd
+                shepherd.discard()
+        return None
 
     def give_back(self, shepherd: Shepherd) -> None:
         if shepherd.broken or shepherd.owner != os.getpid():
