@@ -355,6 +355,17 @@ def test_a_check_gets_only_stdin_stdout_and_stderr(need_pid: bool) -> None:
         assert opened[:3] == [0, 1, 2] and len(opened) <= 4, opened  # 4th: listdir's own
 
 
+@pytest.mark.parametrize("need_pid", [True, False], ids=["pid", "quiet"])
+def test_the_output_is_whole_when_the_exit_comes_with_its_end(need_pid: bool) -> None:
+    """The shepherd ends the output just before it reports the exit: what the check wrote
+    last, on both streams, is all there."""
+    code = "import sys; sys.stdout.write('o' * 200_000 + 'END'); sys.stderr.write('e' * 70_000)"
+    for _ in range(3):
+        r = run([PY, "-c", code], need_pid=need_pid)
+        assert (r.exit_code, r.stdout_bytes, r.stderr_bytes) == (0, 200_003, 70_000)
+        assert r.stdout.endswith("END")
+
+
 def test_a_quiet_request_gets_one_answer_the_exit() -> None:
     """A caller that needs no pid (a gate) asks quietly: the shepherd's first and only
     answer is the exit, or why the check did not start."""

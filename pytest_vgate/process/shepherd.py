@@ -150,7 +150,13 @@ class Shepherd:
             pause = min(pause * 2, 0.02)
 
     def run(self, req: dict[str, Any], fds: list[int]) -> bool:
-        """Start one check, supervise it, report its exit; False when the caller left."""
+        """Start one check, supervise it, report its exit; False when the caller left.
+
+        Our copies of the output pipes (close-on-exec: no check gets them) stay open
+        until the exit is reported and are closed just before it, so the caller mostly
+        sees the end of the output and the exit together (one wake-up), and the output
+        has ended when the exit arrives.
+        """
         try:
             if len(fds) != 2:
                 send(self.sock, {"valueerror": "the caller sent no output pipes"})
@@ -163,20 +169,23 @@ class Shepherd:
             except (ValueError, TypeError) as exc:
                 send(self.sock, {"valueerror": str(exc)})
                 return True
+            if req.get("quiet") is not True:  # quiet: one answer per check, the exit
+                send(self.sock, {"started": pid})
+            code, caller_left = self.watch(pid)
+            clean = True  # usually: the check left nothing behind, nothing to kill or reap
+            if self.has_children():
+                self.kill_all()
+                clean = self.reap_all()
+            if caller_left:
+                return False
+            for fd in fds:  # the output's end, then at once the exit (see above)
+                os.close(fd)
+            fds = []
+            send(self.sock, {"exit": code, "abandoned": not clean})
+            return True
         finally:
             for fd in fds:
                 os.close(fd)
-        if req.get("quiet") is not True:  # quiet: one answer per check, the exit
-            send(self.sock, {"started": pid})
-        code, caller_left = self.watch(pid)
-        clean = True  # usually: the check left nothing behind, nothing to kill or reap
-        if self.has_children():
-            self.kill_all()
-            clean = self.reap_all()
-        if caller_left:
-            return False
-        send(self.sock, {"exit": code, "abandoned": not clean})
-        return True
 
     def environment(self, req: dict[str, Any]) -> dict[str, str]:
         """The request's environment (or the previous one), checked once per environment."""

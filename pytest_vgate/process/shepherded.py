@@ -127,6 +127,8 @@ def _watch_shepherd(
         wait = max(0.0, wake - now)
         events = sel.poll(None if math.isinf(wait) else math.ceil(wait * 1e3))
         for fd, _ in events:  # readable, hung up or in error: read it to learn which
+            if fd != sock and fd not in open_fds:
+                continue  # ended already (drained when the exit came)
             if fd == sock and pid == 0:
                 pid = shepherd.started() or -1
                 if on_start is not None and pid > 0:
@@ -145,6 +147,12 @@ def _watch_shepherd(
                     code = -signal.SIGKILL
                 exited = True
                 drain_until = time.monotonic() + DRAIN_GRACE
+                # The shepherd closes its copies of the pipes as it answers, and nothing
+                # of the check is left: the rest of the output is usually all there now.
+                for other in [f for f in open_fds if f != fd]:
+                    if not drain(other, captures[other]):
+                        sel.unregister(other)
+                        open_fds.discard(other)
             elif not drain(fd, captures[fd]):
                 sel.unregister(fd)
                 open_fds.discard(fd)
