@@ -10,14 +10,12 @@ child's ``ru_maxrss`` (the pytest process; it starts no checks when only collect
 
 from __future__ import annotations
 
-import compileall
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (
-    REPO_DIR,
     Run,
     alternate,
     base_parser,
@@ -49,10 +47,6 @@ def main() -> None:
     n = args.n or (1000 if args.quick else 10_000)
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
     header(f"collection: {n} gates, --collect-only, {rounds} rounds")
-    # An installed plugin has its bytecode (pip compiles it). A checkout edited since its
-    # modules were last imported would recompile them in every child, which never writes
-    # bytecode (PYTHONDONTWRITEBYTECODE): compile them once, as an install would.
-    compileall.compile_dir(REPO_DIR / "pytest_vgate", quiet=1)
     env = clean_env()
     with workdir("collection", keep=args.keep) as base:
         gdir, adir = base / "gates", base / "anchor"
