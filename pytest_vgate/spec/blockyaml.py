@@ -68,16 +68,9 @@ def read(text: str, resolvers: Resolvers) -> Any:
                     key, top, keys, resolvers
                 ):
                     return DECLINED
-                top.key_lines[key] = number
-                if not rest or rest[0] == "#":
-                    pending = key
-                    top[key] = None  # taken by the block below (or declined as null)
-                    continue
-                value = scalars.get(rest)
-                if value is DECLINED:
+                pending = _put(top, key, rest, number, scalars)
+                if pending is DECLINED:
                     return DECLINED
-                top[key] = value
-                top.value_lines[key] = number
                 continue
         indent = len(indent_s)
         if top is None:  # the first entry: the root
@@ -123,19 +116,28 @@ def read(text: str, resolvers: Resolvers) -> Any:
             return DECLINED
         if not _key_ok(key, top, keys, resolvers):
             return DECLINED
-        top.key_lines[key] = number
-        if not rest or rest[0] == "#":
-            pending = key
-            top[key] = None
-            continue
-        value = scalars.get(rest)
-        if value is DECLINED:
+        pending = _put(top, key, rest, number, scalars)
+        if pending is DECLINED:
             return DECLINED
-        top[key] = value
-        top.value_lines[key] = number
     if pending is not None:
         return DECLINED  # the last key has no value (null)
     return root
+
+
+def _put(top: LocatedMap, key: str, rest: str, number: int, scalars: _Scalars) -> Any:
+    """Store ``key: rest`` of line ``number`` in ``top``. Gives the key when its value is
+    a block still to come (nothing after the colon), ``DECLINED`` when the value is not in
+    the subset, else None."""
+    top.key_lines[key] = number
+    if not rest or rest[0] == "#":
+        top[key] = None  # taken by the block below (or declined as null)
+        return key
+    value = scalars.get(rest)
+    if value is DECLINED:
+        return DECLINED
+    top[key] = value
+    top.value_lines[key] = number
+    return None
 
 
 def _key_ok(key: str, mapping: LocatedMap, keys: dict[str, bool], resolvers: Resolvers) -> bool:
