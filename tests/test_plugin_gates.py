@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.junit import junit_cases
+from helpers.peak_memory import PEAK_KIB
 from helpers.procs import SLEEPER, kill_all, new_marker, survivors
 from helpers.report import read_report
 
@@ -296,13 +297,12 @@ def test_gigabyte_of_output_stays_bounded(pytester: pytest.Pytester) -> None:
     write_gates(pytester, f"gates:\n  - id: flood\n    check: {PY} -c {shlex.quote(writer)}\n")
     probe = pytester.path / "rss.txt"
     pytester.makeconftest(
-        f"""
-        import resource
-
-        def pytest_unconfigure(config):
-            with open({str(probe)!r}, "w") as fh:
-                fh.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
-        """
+        PEAK_KIB
+        + f"""
+def pytest_unconfigure(config):
+    with open({str(probe)!r}, "w") as fh:
+        fh.write(str(peak_kib()))
+"""
     )
     result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "--vgate-report", "r.json")
     result.assert_outcomes(passed=1)

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.peak_memory import PEAK_KIB
 from helpers.verifiers_modules import call, write_module
 
 from pytest_vgate.process import pid_alive
@@ -306,17 +307,19 @@ def test_the_verifier_gets_the_allowlist_and_the_gates_env(tmp_path: Path) -> No
 
 # --- output is bounded --------------------------------------------------------------------
 
-FLOOD_SCRIPT = """
-import resource, sys
+FLOOD_SCRIPT = (
+    PEAK_KIB
+    + """
+import sys
 from pathlib import Path
 from pytest_vgate.verifiers import VerifierTarget, call_verifier
 
 r = call_verifier(VerifierTarget(sys.argv[2], "flood"), root=sys.argv[1], timeout=120,
                   sys_path=[sys.argv[1]], scratch=sys.argv[3])
 disk = sum(p.stat().st_size for p in Path(sys.argv[3]).rglob("*") if p.is_file())
-print("RESULT", r.mode.value, r.output_bytes, len(r.output), disk,
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print("RESULT", r.mode.value, r.output_bytes, len(r.output), disk, peak_kib())
 """
+)
 
 
 @pytest.mark.slow
