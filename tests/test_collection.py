@@ -219,3 +219,26 @@ def test_collect_only_runs_no_process_and_loads_no_check_machinery(
     assert {"pytest_vgate.runner", "pytest_vgate.evidence", "pytest_vgate.session_state"} <= {
         *loaded
     }
+
+
+def test_collect_only_makes_no_base_worktree(pytester: pytest.Pytester) -> None:
+    """``--vgate-base`` with ``--collect-only`` lists the gates; it checks out nothing.
+
+    The header names every base worktree made (``vgate: base REF (sha, ...) at PATH``)."""
+    from helpers.git_repo import git
+
+    write(pytester, {"gates.yaml": GATES})
+    git(pytester.path, "init", "-q")
+    for message in ("one", "two"):
+        (pytester.path / "change.txt").write_text(message)
+        git(pytester.path, "add", "-A")
+        git(pytester.path, "commit", "-qm", message)
+    args = ("-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1")
+
+    collected = pytester.runpytest_subprocess(*args, "--collect-only")
+    assert collected.ret == pytest.ExitCode.OK, collected.stdout.str()
+    assert "<GateItem alpha>" in collected.stdout.str()
+    assert "vgate: base HEAD~1" not in collected.stdout.str()
+    # The same session that runs the gates makes one: the probe works.
+    checked = pytester.runpytest_subprocess(*args)
+    assert "vgate: base HEAD~1" in checked.stdout.str(), checked.stdout.str()

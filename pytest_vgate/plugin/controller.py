@@ -35,13 +35,15 @@ class Controller:
 
     def prepare(self) -> None:
         # Read the ledger here too, so that a damaged one is reported once, here. A session
-        # that only collects checks nothing: it reads no ledger and runs no git.
-        roots = () if self.config.option.collectonly else dict.fromkeys(g.root for g in self.loaded)
+        # that only collects checks nothing: it reads no ledger, runs no git and makes no
+        # base worktree.
+        only_collects = self.config.option.collectonly
+        roots = () if only_collects else dict.fromkeys(g.root for g in self.loaded)
         for root in roots:
             evidence = self.res.evidence_for(root)
             self.res.warnings.extend(evidence.warnings)
             evidence.remember_built = True  # this process writes it: see _record_evidence
-        if self.res.settings.base:
+        if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix:
             self._prepare_fixes()
