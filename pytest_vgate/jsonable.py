@@ -388,7 +388,7 @@ def _decode_generic(origin: Any, args: tuple[Any, ...], data: object, where: str
     if origin in (tuple, list, Sequence):
         if not isinstance(data, (list, tuple)):
             raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis) and args:
+        if origin is tuple and args:  # tuple[X, Y]; tuple[X, ...] is _decode_tuple_of's
             if len(args) != len(data):
                 raise JsonShapeError(where, f"expected {len(args)} items, got {len(data)}")
             hints: Sequence[Any] = args

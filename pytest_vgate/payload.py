@@ -245,15 +245,7 @@ def decode_payload(data: object) -> Payload:
     """The payload a JSON object is, by its ``kind``; :class:`PayloadError` if it is not one."""
     if not isinstance(data, Mapping):
         raise PayloadError(f"a payload is a JSON object, not {type(data).__name__}")
-    kind = data.get("kind")
-    cls = PAYLOAD_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        known = ", ".join(PAYLOAD_TYPES)
-        raise PayloadError(f"unknown payload kind {kind!r} (kinds: {known})")
-    try:
-        return from_json(cls, data)
-    except JsonShapeError as exc:
-        raise PayloadError(str(exc)) from None
+    return _decode(_payload_type(data.get("kind")), data)
 
 
 def payload_of_entry(entry: Mapping[str, Any], default: PayloadKind) -> Payload:
@@ -262,12 +254,21 @@ def payload_of_entry(entry: Mapping[str, Any], default: PayloadKind) -> Payload:
     null for every gate field a kind lacks); the values are checked as
     :func:`decode_payload` checks them."""
     kind = entry.get("kind") or default.value
-    cls = PAYLOAD_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise PayloadError(f"unknown payload kind {kind!r} (kinds: {', '.join(PAYLOAD_TYPES)})")
+    cls = _payload_type(kind)
     names = {f.name for f in fields(cls)}
     data = {k: v for k, v in entry.items() if k in names and v is not None}
     data["kind"] = kind
+    return _decode(cls, data)
+
+
+def _payload_type(kind: object) -> type[Payload]:
+    cls = PAYLOAD_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise PayloadError(f"unknown payload kind {kind!r} (kinds: {', '.join(PAYLOAD_TYPES)})")
+    return cls
+
+
+def _decode(cls: type[Payload], data: Mapping[str, Any]) -> Payload:
     try:
         return from_json(cls, data)
     except JsonShapeError as exc:

@@ -57,7 +57,11 @@ class _Where:
         try:
             return func(key, self.data[key], *args, **kwargs)
         except values.BadValue as exc:
-            self.fail(exc.line or self.value_line(key), key, exc.message)
+            self.bad_value(key, exc)
+
+    def bad_value(self, key: str, exc: values.BadValue) -> NoReturn:
+        """A value rule's refusal of ``data[key]`` as a GatesFileError at its line."""
+        self.fail(exc.line or self.value_line(key), key, exc.message)
 
     def check_keys(self, known: frozenset[str], what: str, misplaced: Mapping[str, str]) -> None:
         if known.issuperset(self.data):  # the usual case: every key known (and so text)
@@ -364,7 +368,7 @@ def _build_gate(
     try:
         gate_id = values.gate_id(data["id"])
     except values.BadValue as exc:
-        where.fail(exc.line or where.value_line("id"), "id", exc.message)
+        where.bad_value("id", exc)
     common = defaults
     env = defaults.get("env") or _NO_ENV
     if not DEFAULT_KEYS.isdisjoint(data):  # keys of its own that `defaults` may also give
@@ -383,7 +387,7 @@ def _build_gate(
         try:
             argv = values.argv(check_key, check)
         except values.BadValue as exc:
-            where.fail(exc.line or where.value_line(check_key), check_key, exc.message)
+            where.bad_value(check_key, exc)
     verifiers: tuple[str, ...] = ()
     if "verifiers" in given:
         verifiers = where.parse(given["verifiers"], values.verifier_refs)
