@@ -82,7 +82,7 @@ class Evidence:
             base_ref=base_ref,
         )
 
-    def encode(self, records: Iterable[Record]) -> tuple[dict[str, Any], ...]:
+    def encode(self, records: Sequence[Record]) -> tuple[dict[str, Any], ...]:
         """The records' JSON objects, as a gate's payload carries them to the ledger's
         writer; in that process each is remembered with its record (``record_of``)."""
         out = tuple(record.to_dict() for record in records)
