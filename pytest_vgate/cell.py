@@ -15,6 +15,7 @@ import stat
 import tempfile
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,7 +121,9 @@ class CellPool:
     fails is removed there and then, and the check gets a new one: a check never sees
     another check's files. Idle cells, clean or not, are removed at interpreter exit (and
     a cell given back after that is removed, not kept); a forked child starts with an
-    empty pool and never touches its parent's cells.
+    empty pool and never touches its parent's cells. The exit and fork handlers are the
+    module's, registered once: a process that opens many sessions (pytester runs in
+    process) does not pile up handlers, nor keep every pool it ever made alive.
     """
 
     def __init__(
@@ -132,10 +135,7 @@ class CellPool:
         self._lock = threading.Lock()
         self._idle: list[tuple[Path, str]] = []  # (cell, the folder it was made in)
         self._pid = os.getpid()
-        self._shut = False  # after interpreter exit began: nothing is kept any more
-        atexit.register(self._shutdown)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forget)
+        _POOLS.add(self)
 
     @contextmanager
     def cell(self) -> Iterator[Path]:
@@ -153,15 +153,12 @@ class CellPool:
             return tuple(cell for cell, _ in self._idle)
 
     def close(self) -> None:
-        """Remove the idle cells (registered with ``atexit``); the pool stays usable."""
+        """Remove the idle cells (done for every pool at exit); the pool stays usable."""
         with self._lock:
             idle, self._idle = (self._idle, []) if os.getpid() == self._pid else ([], [])
+            _HOLDING.discard(self)
         for cell, _ in idle:
             remove_tree(cell)
-
-    def _shutdown(self) -> None:
-        self._shut = True
-        self.close()
 
     def _folder(self) -> str:
         return os.fspath(self.parent) if self.parent is not None else tempfile.gettempdir()
@@ -184,8 +181,9 @@ class CellPool:
 
     def _give_back(self, cell: Path, made_in: str) -> None:
         with self._lock:
-            if len(self._idle) < self.keep and os.getpid() == self._pid and not self._shut:
+            if len(self._idle) < self.keep and os.getpid() == self._pid and not _exiting:
                 self._idle.append((cell, made_in))
+                _HOLDING.add(self)  # its cells are removed at exit, if not before
                 return
         remove_tree(cell)
 
@@ -193,6 +191,31 @@ class CellPool:
         self._lock = threading.Lock()
         self._idle = []
         self._pid = os.getpid()
+
+
+# Every pool of this process (weakly: a dropped pool has nothing to forget after a fork)
+# and, strongly, those holding idle cells until they are removed: at exit, if not before.
+_POOLS: weakref.WeakSet[CellPool] = weakref.WeakSet()
+_HOLDING: set[CellPool] = set()
+_exiting = False  # interpreter exit began: a cell given back is removed, not kept
+
+
+def _at_exit() -> None:
+    global _exiting
+    _exiting = True
+    for pool in list(_HOLDING):
+        pool.close()
+
+
+def _after_fork_in_child() -> None:
+    _HOLDING.clear()  # the parent's cells: its to remove
+    for pool in list(_POOLS):
+        pool._forget()
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def remove_tree(path: Path) -> None:

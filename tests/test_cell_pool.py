@@ -228,11 +228,12 @@ def test_pooled_cells_are_gone_when_the_process_exits() -> None:
 
 LATE_SCRIPT = """
 import atexit
-from pytest_vgate.cell import CellPool
 held = {}
-# Registered before the pool exists, so it runs after the pool's own exit handler: the
-# check ends while the interpreter is already exiting (a daemon thread's check would).
+# Registered before pytest_vgate.cell is imported, so it runs after the module's exit
+# handler: the check ends while the interpreter is already exiting (a daemon thread's
+# check would).
 atexit.register(lambda: held["cm"].__exit__(None, None, None))
+from pytest_vgate.cell import CellPool
 held["cm"] = CellPool().cell()
 print(held["cm"].__enter__(), flush=True)
 """

@@ -355,10 +355,48 @@ def test_a_check_gets_only_stdin_stdout_and_stderr(need_pid: bool) -> None:
         assert opened[:3] == [0, 1, 2] and len(opened) <= 4, opened  # 4th: listdir's own
 
 
+class _FinishedShepherd(contain.Shepherd):
+    """A scripted shepherd (no process) whose check has ended by the time ``request``
+    returns, as a real one's has when the caller first looks: the last output sits in the
+    pipes, their write ends closed, and the exit waits in the socket, all ready at once."""
+
+    def __init__(self) -> None:  # no process: the test plays the shepherd's side
+        self.sock, self.peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.buffer = bytearray()
+        self.broken = True  # never pooled: give_back discards it
+        self.level, self.inner, self.sent_env, self.owner = "contained", None, None, -1
+
+    def request(
+        self, argv: list[str], cwd: str, env: dict[str, str], out: int, err: int, *,
+        quiet: bool = False,
+    ) -> None:  # fmt: skip
+        self.quiet = quiet
+        os.write(out, b"o" * 60_000 + b"END")  # fits a pipe's buffer: no reader needed
+        os.write(err, b"e" * 1_000)
+        contain._proto.send(self.peer, {"exit": 0, "abandoned": False})
+
+    def discard(self) -> None:
+        self.sock.close()
+        self.peer.close()
+
+
+def test_output_still_in_the_pipes_when_the_exit_is_read_is_kept() -> None:
+    """The exit and the check's last output can be ready together (a real shepherd closes
+    its copies of the pipes just before it answers): the exit is taken first and the
+    pipes are drained after it, so nothing the check wrote last is lost."""
+    shepherd = _FinishedShepherd()
+    start = time.monotonic()
+    r = shepherded.run_shepherded(
+        contain.Pool(), shepherd, ("check",), "/", ENV, start, 60.0, 1 << 20, None, False
+    )
+    assert (r.exit_code, r.stdout_bytes, r.stderr_bytes) == (0, 60_003, 1_000), r
+    assert r.stdout.endswith("END")
+    assert time.monotonic() - start < 30  # read at once, not after some grace period
+
+
 @pytest.mark.parametrize("need_pid", [True, False], ids=["pid", "quiet"])
-def test_the_output_is_whole_when_the_exit_comes_with_its_end(need_pid: bool) -> None:
-    """The shepherd ends the output just before it reports the exit: what the check wrote
-    last, on both streams, is all there."""
+def test_the_output_is_whole_through_a_shepherd(need_pid: bool) -> None:
+    """What a check wrote last, on both streams and past a pipe's buffer, is all there."""
     code = "import sys; sys.stdout.write('o' * 200_000 + 'END'); sys.stderr.write('e' * 70_000)"
     for _ in range(3):
         r = run([PY, "-c", code], need_pid=need_pid)

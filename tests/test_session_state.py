@@ -7,10 +7,12 @@ the interpreter's exit handlers have not run yet.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -152,6 +154,25 @@ def test_close_removes_the_idle_cells_and_is_idempotent(tmp_path: Path) -> None:
     state.close()
     state.close()
     assert state.closed and state.cells.idle() == ()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_session_is_not_kept_alive_by_exit_or_fork_handlers(tmp_path: Path) -> None:
+    """A process that opens many sessions (pytester in process, a library caller) must
+    not keep each one's pools, nor pile up one exit and one fork handler per session."""
+    pools = []
+    for _ in range(3):
+        state = SessionState(cells=CellPool(parent=tmp_path))
+        with state.cells.cell():
+            pass  # an idle cell: the pool is held until it is removed
+        shepherd = state.shepherds.take()
+        if shepherd is not None:
+            state.shepherds.give_back(shepherd)  # an idle shepherd, likewise
+        pools += [weakref.ref(state.cells), weakref.ref(state.shepherds)]
+        state.close()
+        del state
+    gc.collect()
+    assert [ref() for ref in pools] == [None] * len(pools)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,7 @@ class Pool:
 
     A forked child starts with an empty pool (its parent's shepherds serve the parent).
     At exit the idle shepherds are told to stop (they kill what they run, then exit).
+    Both are the module's handlers, registered once (as ``cell.CellPool``'s).
     """
 
     def __init__(self) -> None:
@@ -344,9 +346,7 @@ class Pool:
         self._idle: dict[str, list[Shepherd]] = {}
         self._failed: dict[str, str] = {}  # want -> why no shepherd could be started
         self._probe: dict[str, tuple[str, str]] = {}
-        atexit.register(self.close)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forget)
+        _POOLS.add(self)
 
     def take(self, want: str = "namespace") -> Shepherd | None:
         """An idle or new shepherd; None when none can run here (reason: ``failure``).
@@ -386,6 +386,7 @@ class Pool:
             return
         with self._lock:
             self._idle.setdefault("namespace", []).append(shepherd)
+            _HOLDING.add(self)  # its idle shepherds are stopped at exit, if not before
 
     def failure(self, want: str) -> str:
         return self._failed.get(want, "")
@@ -409,6 +410,7 @@ class Pool:
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, {}
+            _HOLDING.discard(self)
         for shepherds in idle.values():
             for shepherd in shepherds:
                 shepherd.discard()
@@ -423,6 +425,27 @@ class Pool:
         self._lock = threading.Lock()
         self._idle = {}
 
+
+# Every pool (weakly: a dropped one has no shepherd left to let go of after a fork) and,
+# strongly, those holding idle shepherds until they are stopped: at exit, if not before.
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+_HOLDING: set[Pool] = set()
+
+
+def _at_exit() -> None:
+    for pool in list(_HOLDING):
+        pool.close()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._forget()
+    _HOLDING.clear()
+
+
+atexit.register(_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 POOL = Pool()
 

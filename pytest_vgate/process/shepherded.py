@@ -54,10 +54,13 @@ def run_shepherded(
         finally:
             os.close(out_w)
             os.close(err_w)
+        # The socket first: poll lists ready fds in the order registered, so the exit is
+        # taken before the pipes' last output and the drain that follows it reads that
+        # output, on every check (tests/test_process_contain.py: the output is whole).
+        sel.register(shepherd.fileno(), select.POLLIN)
         for fd in (out_r, err_r):
             os.set_blocking(fd, False)
             sel.register(fd, select.POLLIN)
-        sel.register(shepherd.fileno(), select.POLLIN)
         deadline = start + max(timeout, 0.0)
         timed_out, code, pid = _watch_shepherd(shepherd, sel, captures, deadline, on_start)
         finished = True
