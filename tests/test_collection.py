@@ -242,3 +242,33 @@ def test_collect_only_makes_no_base_worktree(pytester: pytest.Pytester) -> None:
     # The same session that runs the gates makes one: the probe works.
     checked = pytester.runpytest_subprocess(*args)
     assert "vgate: base HEAD~1" in checked.stdout.str(), checked.stdout.str()
+
+
+def test_collect_only_runs_no_import_origin_probe(pytester: pytest.Pytester) -> None:
+    """The report header's warning about which copy of a package a Python check imports
+    comes from running that Python: a session that only collects (``--collect-only``
+    without ``-q`` prints the header) starts none. A run does: the probe works."""
+    site = pytester.path / "site"
+    site.mkdir()
+    starts = pytester.path / "python-starts.log"
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nwith open({str(starts)!r}, 'a') as f:\n    f.write(repr(sys.argv) + '\\n')\n"
+    )
+    gates = f"""
+gates:
+  - id: py
+    check: python -c "pass"
+    env:
+      set: {{PYTHONPATH: {site}}}
+"""
+    write(pytester, {"gates.yaml": gates, "mypkg/__init__.py": ""})
+    args = ("-p", "no:cacheprovider", "--vgate", "gates.yaml")
+
+    collected = pytester.runpytest_subprocess(*args, "--collect-only")
+    assert collected.ret == pytest.ExitCode.OK, collected.stdout.str()
+    assert "<GateItem py>" in collected.stdout.str()
+    assert not starts.exists(), starts.read_text()
+
+    checked = pytester.runpytest_subprocess(*args)
+    checked.assert_outcomes(passed=1)
+    assert len(starts.read_text().splitlines()) == 2, starts.read_text()  # probe, check

@@ -307,6 +307,21 @@ def test_record_round_trips_through_json(trees: dict[str, TreeState]) -> None:
     assert again.tree.key == trees["buggy"].key
 
 
+def test_a_record_keeps_why_a_silent_check_was_red(trees: dict[str, TreeState]) -> None:
+    """A Python verifier prints nothing: its red's why is the verdict's detail, which the
+    record keeps (its tail); a record written before ``detail`` existed reads as none."""
+    gate = Gate(id="v", type=GateType.PYTHON, verifiers=("checks:adds",))
+    said = "1 of 1 verifiers failed:\n- checks:adds: fail: add(2, 2) = 0"
+    record = rec(Verdict.failed(Mode.FAIL, said), trees["buggy"], gate=gate, where="base")
+    assert (record.genuine_red, record.stdout, record.detail) == (True, "", said)
+    written = record.to_dict()
+    assert Record.from_dict(json.loads(json.dumps(written))) == record
+    older = {k: v for k, v in written.items() if k != "detail"}
+    assert Record.from_dict(older) == replace(record, detail="")
+    long = rec(Verdict.failed(Mode.FAIL, "d" * 10_000 + "END"), trees["buggy"], gate=gate)
+    assert long.detail.endswith("END") and len(long.detail) < OUTPUT_TAIL + 64
+
+
 def test_record_from_dict_rejects_malformed() -> None:
     good = rec(PASS, TreeState("a" * 40, "", "aaaaaaa")).to_dict()
     for broken in (

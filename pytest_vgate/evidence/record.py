@@ -143,6 +143,9 @@ class Record(Jsonable):
     genuine_red: bool
     red_reason: str
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # What the check said of its run (a verifier's answer or exception, the exit code
+    # against the expected): the why of a Python check's red, which has no output.
+    detail: str = ""
 
     @property
     def ok(self) -> bool:
@@ -183,4 +186,5 @@ def make_record(
         genuine_red=genuine,
         red_reason=reason,
         extra=dict(extra or {}),
+        detail=_tail(verdict.detail),
     )
