@@ -100,6 +100,38 @@ def test_a_skip_marker_written_on_a_verifier_is_honoured(
     assert "skipped-on-purpose skipped by its own marker" in out
 
 
+INTERRUPTING_CONFTEST = """
+import os, signal
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    if item.name == "passes":
+        {how}
+    return (yield)
+"""
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["raise KeyboardInterrupt", "os.kill(os.getpid(), signal.SIGTERM)"],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_an_interrupted_session_says_so_and_blames_no_hook(
+    pytester: pytest.Pytester, how: str
+) -> None:
+    """A gate interrupted after its setup passed has no verdict because the session was
+    interrupted (exit 2), not because a hook rewrote a passing report."""
+    (pytester.path / "gates.yaml").write_text(GATES, encoding="utf-8")
+    pytester.makeconftest(INTERRUPTING_CONFTEST.format(how=how))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert "results overridden" not in out and "rewrote" not in out, out
+    # the interrupted gate and the one after it
+    assert "vgate: 2 not run, no verdict: the session was interrupted first\n" in out, out
+
+
 def test_collect_only_is_not_a_run(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--collect-only"

@@ -37,7 +37,7 @@ SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
 SOURCE_MARKS = "vgate_source_marks"
 DESELECTING_OPTIONS = ("-k", "-m", "--deselect")
-NEVER_RAN = "never ran: no report of it reached pytest-vgate (a hook or pytest.exit)"
+NEVER_RAN = "never ran: no report of its run reached pytest-vgate (a hook or pytest.exit)"
 
 
 def is_vgate_item(item: pytest.Item) -> bool:
@@ -77,6 +77,7 @@ class VerdictGuard:
         self.deselected: dict[str, None] = {}
         self.selection = Selection()
         self.outcomes: dict[str, str] = {}  # nodeid -> what pytest's reports say
+        self.called: dict[str, None] = {}  # nodeids whose call phase reported
         self.verdicts: dict[str, Payload] = {}
         self.skips: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
@@ -139,6 +140,8 @@ class VerdictGuard:
         if isinstance(skip, dict):
             self.skips[nodeid] = skip
         before = self.outcomes.get(nodeid)
+        if report.when == "call":
+            self.called[nodeid] = None
         if report.failed:
             self.outcomes[nodeid] = "failed" if report.when == "call" else "error"
         elif before in ("failed", "error"):
@@ -190,10 +193,17 @@ class VerdictGuard:
     def judge(self, session: pytest.Session) -> list[Finding]:
         findings = []
         stopped = session.shouldstop or session.shouldfail
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C, SIGTERM
+            stopped = "interrupted"
         for nodeid in self.selection.selected:
             what = self._judge_one(nodeid)
             if what == NEVER_RAN and stopped:
-                findings.append(Finding(nodeid, f"the session stopped first ({stopped})", False))
+                why = (
+                    f"stopped first ({stopped})"
+                    if stopped != "interrupted"
+                    else "was interrupted first"
+                )
+                findings.append(Finding(nodeid, f"the session {why}", False))
             elif what:
                 findings.append(Finding(nodeid, what))
         findings.extend(
@@ -221,8 +231,8 @@ class VerdictGuard:
             return None
         if outcome in ("failed", "error"):
             return None  # an error pytest counts itself (setup, teardown)
-        if outcome is None:
-            return NEVER_RAN
+        if outcome is None or (outcome == "passed" and nodeid not in self.called):
+            return NEVER_RAN  # (at most its setup reported)
         if outcome == "skipped" and skip is not None:
             return f"no verdict: skipped by a marker or hook, not by its gate ({skip['reason']})"
         return f"no verdict, but pytest reported it {outcome}: {overrider(outcome)}"
