@@ -121,6 +121,20 @@ BAD_FILES = [
         "shell operator `|` outside quotes",
     ),
     ("shell-and", "gates:\n  - id: a\n    check: make&&make test\n", 3, "check", "`&&`"),
+    (
+        "shell-two-lines",
+        "gates:\n  - id: a\n    check: |\n      python -c 'open()'\n      grep -q x o\n",
+        3,
+        "check",
+        "more than one line",
+    ),
+    (
+        "shell-continued",
+        "gates:\n  - id: a\n    check: |\n      python -m pytest \\\n        -q tests\n",
+        3,
+        "check",
+        "continues a line with `\\`",
+    ),
     ("missing-id", "gates:\n  - check: x\n", 2, "id", "no `id`"),
     ("id-colons", "gates:\n  - id: a::b\n", 2, "id", "node id"),
     ("id-brackets", "gates:\n  - id: a[1]\n", 2, "id", "node id"),
@@ -1143,19 +1157,31 @@ def reference_argv(check: str) -> tuple[str, ...] | None:
 
 
 def has_unquoted_operator(check: str) -> bool:
-    """A POSIX shell's reading, one character at a time: is `|&;<>` outside quotes?"""
-    quote, escaped = "", False
+    """A POSIX shell's reading, one character at a time: is `|&;<>` outside quotes, or a
+    line break that a shell would act on (a second line of words, a `\\` continuing one)?"""
+    quote, escaped, broken, seen = "", False, False, False
     for char in check:
         if escaped:
             escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
+            if char in "\r\n" and not quote:
+                return True  # a continued line
         elif quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "|&;<>":
-            return True
+            if char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\r\n":
+            broken = seen
+        elif char in " \t":
+            continue
+        elif broken or char in "|&;<>":
+            return True  # words on a next line, or an operator
+        else:
+            seen = True
+            if char == "\\":
+                escaped = True
+            elif char in "'\"":
+                quote = char
     return False
 
 
@@ -1175,6 +1201,10 @@ SHELLISH = st.text(alphabet=st.sampled_from(SHELL_CHARS + OTHER_SPACES), max_siz
 @example(check="'#' is a program")
 @example(check="'' \"\"")
 @example(check="'a'b'c' \"''\"''")
+@example(check="a\nb")
+@example(check="\n a b \n\n")
+@example(check="a \\\n b")
+@example(check="a 'x\ny' \"p\\\nq\"")
 def test_argv_splits_exactly_like_shlex(check: str) -> None:
     expected = reference_argv(check)
     try:

@@ -99,16 +99,39 @@ def _unquote(word: str) -> str:
 # A shell reads these, outside quotes, as operators (a pipe, a list, a redirection). A check
 # runs without one, so they would reach the program as plain words and change nothing:
 # `python -c "print(1)" | grep -q 2` would pass. Quoted or escaped, they are arguments.
+# So would a second line (a shell runs it as the next command) and a `\` that continues a
+# line (a shell joins the lines; shlex keeps the line break as an argument).
 _SHELL_OPERATOR = re.compile(r"\|\||&&|>>|[|&;<>]")
 _QUOTED_OR_ESCAPED = re.compile(r"\\.|'[^']*'|" + r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+NEXT_LINE = "\n"  # what shell_operator returns for a second line outside quotes
+CONTINUED_LINE = "\\\n"  # ... and for a line continued with a backslash
 
 
 def shell_operator(check: str) -> str | None:
-    """The first shell operator outside quotes in ``check`` (``|``, ``&&``, ``>`` ...)."""
-    if _SHELL_OPERATOR.search(check) is None:
+    """The first shell operator outside quotes in ``check`` (``|``, ``&&``, ``>`` ...), or
+    ``NEXT_LINE`` / ``CONTINUED_LINE`` for a line break that a shell would act on."""
+    breaks = "\n" in check or "\r" in check
+    if not breaks and _SHELL_OPERATOR.search(check) is None:
         return None
-    found = _SHELL_OPERATOR.search(_QUOTED_OR_ESCAPED.sub(" ", check))
-    return None if found is None else found.group()
+    bare = _QUOTED_OR_ESCAPED.sub(_unquoted_rest, check)
+    found = _SHELL_OPERATOR.search(bare)
+    if not breaks:
+        return None if found is None else found.group()
+    start = len(bare) - len(bare.lstrip(" \t\r\n"))  # blank lines before the words
+    words = bare[start:].rstrip(" \t\r\n")  # and after them: a block's last line break
+    cut = min((i for i in map(words.find, ("\0", "\n", "\r")) if i >= 0), default=-1)
+    if found is not None and (cut < 0 or found.start() < start + cut):
+        return found.group()
+    if cut < 0:
+        return None
+    return CONTINUED_LINE if words[cut] == "\0" else NEXT_LINE
+
+
+def _unquoted_rest(match: re.Match[str]) -> str:
+    """A quoted part or an escaped character as a plain letter (part of a word, never an
+    operator); a ``\\`` before a line break as NUL (never in a check: ``argv`` refuses it
+    first), to be told apart."""
+    return "\0" if match.group() in ("\\\n", "\\\r") else "w"
 
 
 def argv(key: str, check: str) -> tuple[str, ...]:
@@ -137,11 +160,25 @@ def argv(key: str, check: str) -> tuple[str, ...]:
     if check.lstrip(" \t\r\n").startswith("#") or not any(words):
         return ()
     operator = shell_operator(check)
+    if operator == NEXT_LINE:
+        raise BadValue(
+            f"`{key}` has more than one line, but a check is one command run without a "
+            "shell, so the next line would reach the program as more arguments; to run "
+            "several commands write `sh -c '...'` or a gate for each, to wrap a long "
+            f"command use a folded block (`{key}: >-`)"
+        )
+    if operator == CONTINUED_LINE:
+        raise BadValue(
+            f"`{key}` continues a line with `\\`, which only a shell reads (without one the "
+            "line break reaches the program as an argument); write the command on one "
+            f"line, or wrap it with a folded block (`{key}: >-`)"
+        )
     if operator is not None:
+        comment = " (`#` starts no comment here)" if "#" in check else ""
         raise BadValue(
             f"`{key}` has the shell operator `{operator}` outside quotes, but a check runs "
-            "without a shell, so it would reach the program as a plain argument; to use a "
-            f"shell write `sh -c '...'`, to pass `{operator}` as an argument quote it"
+            f"without a shell, so it would reach the program as a plain argument{comment}; "
+            f"to use a shell write `sh -c '...'`, to pass `{operator}` as an argument quote it"
         )
     return words
 
