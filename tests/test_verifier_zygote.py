@@ -64,6 +64,37 @@ def segfault(ctx):
 """
 
 
+GARBAGE = """
+import gc, weakref
+
+class Node:
+    pass
+
+def _cycle():
+    node = Node()
+    node.me = node  # only the cyclic collector frees it
+    return node
+
+HELD = _cycle()  # alive while the module holds it, then garbage
+REF = weakref.ref(HELD)
+
+def frees_what_it_drops(ctx):
+    global HELD
+    HELD = None
+    gc.collect()
+    return REF() is None
+"""
+
+
+def test_a_verifier_collects_garbage_as_a_plain_process_does(tmp_path: Path) -> None:
+    """The zygote freezes what the import made (fewer pages copied per fork); a verifier
+    must still see the collector of a plain process: a cycle it drops is freed."""
+    module = write_module(tmp_path, GARBAGE)
+    for _ in range(2):  # the first child, then a spare
+        result = call(tmp_path, module, "frees_what_it_drops")
+        assert result.mode is Mode.PASS, result.detail
+
+
 @pytest.fixture
 def group_isolation() -> Iterator[None]:
     """Zygotes outside a PID namespace: the tests find processes by the pids they see."""

@@ -9,6 +9,7 @@ ran is kept there, out of the verifier's reach.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -154,6 +155,8 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
         if message is None:
             os._exit(0)
         job = VerifierJob.from_message(message)
+        gc.unfreeze()  # the zygote froze the import's objects: the verifier gets a plain
+        # process's collector (what it drops is freed); the pages stay shared until then
         os.environ.clear()
         os.environ.update(job.env)
         if job.cwd:

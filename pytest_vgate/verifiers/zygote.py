@@ -302,7 +302,7 @@ def _serve_template(ctl: socket.socket) -> None:
     dying: set[int] = set()
     inbox = wire.Inbox(ctl)
     rehearse(WARM_UP_ROUNDS)  # our code warm before the first fork (``child.rehearse``)
-    gc.freeze()  # what the import made is never collected in a child: fewer copied pages
+    gc.freeze()  # fewer pages copied per fork; each child unfreezes for its verifier
     _offer(ctl, children)
     while True:
         message, fds = inbox.recv()
