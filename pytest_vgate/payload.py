@@ -270,6 +270,11 @@ def _payload_type(kind: object) -> type[Payload]:
 
 def _decode(cls: type[Payload], data: Mapping[str, Any]) -> Payload:
     try:
-        return from_json(cls, data)
+        payload = from_json(cls, data)
     except JsonShapeError as exc:
         raise PayloadError(str(exc)) from None
+    # What every payload we build holds: a pass is mode `pass`, and an item that ended
+    # without a verdict (crashed, missing) never passed. One flipped field is no pass.
+    if payload.ok and (payload.mode is not Mode.PASS or cls in (CrashedPayload, MissingPayload)):
+        raise PayloadError(f"a {cls.__name__} with ok true and mode {payload.mode.value}")
+    return payload

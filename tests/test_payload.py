@@ -166,11 +166,16 @@ def _gate_json(**changes: Any) -> dict[str, Any]:
         ({"kind": "gate", "id": "g", "mode": "pass"}, "GatePayload.ok: missing"),
         ({"kind": "citation", "source": "a.md:1", "ok": True}, "CitationPayload.result: missing"),
         ({"kind": "test", "id": "t", "ok": True, "mode": "pass", "kind2": 1}, "unknown key"),
+        (_gate_json(ok=True, mode="fail", cause="product"), "ok true and mode fail"),
+        ({"kind": "test", "id": "t", "ok": True, "mode": "error"}, "ok true and mode error"),
+        ({"kind": "crashed", "id": "g", "ok": True, "mode": "pass"}, "CrashedPayload with ok"),
+        ({"kind": "missing", "id": "g", "ok": True, "mode": "pass"}, "MissingPayload with ok"),
     ],
     ids=[
         "not-an-object", "no-kind", "unknown-kind", "kind-case", "unknown-key", "ok-str",
         "ok-int", "mode", "cause", "exit-code-str", "command-str", "green-list", "record-str",
-        "missing-ok", "missing-result", "test-unknown-key",
+        "missing-ok", "missing-result", "test-unknown-key", "ok-but-fail", "test-ok-but-error",
+        "crashed-ok", "missing-payload-ok",
     ],
 )  # fmt: skip
 def test_the_decode_is_strict(data: object, message: str) -> None:

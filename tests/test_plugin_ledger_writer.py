@@ -45,3 +45,36 @@ def test_the_controller_writes_its_own_records_without_decoding_them(
     assert by_gate == sorted(made, key=lambda r: r["gate_id"])
     assert [r["exit_code"] for r in by_gate] == [1, 0]
     assert decoded == []  # taken back as made, not decoded from the payloads
+
+
+SPOILING_CONFTEST = """
+import dataclasses
+import pytest
+from pytest_vgate.payload import JsonObject
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    payload = getattr(report, "vgate", None)
+    if call.when == "call" and payload is not None and payload.id == "spoiled":
+        bogus = JsonObject({"bogus": 1})
+        report.vgate = dataclasses.replace(payload, records=(bogus, *payload.records))
+    return report
+"""
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_record_that_is_not_one_costs_no_other_record(
+    pytester: pytest.Pytester, dist: list[str]
+) -> None:
+    """A payload record changed on its way to the controller (a hook, a bug) is dropped
+    with a warning naming its item; every other record of the session is still written."""
+    (pytester.path / "gates.yaml").write_text(
+        "gates:\n  - id: spoiled\n    check: 'true'\n  - id: kept\n    check: 'true'\n"
+    )
+    pytester.makeconftest(SPOILING_CONFTEST)
+    result = pytester.runpytest_subprocess("--vgate", "gates.yaml", "-p", "no:cacheprovider", *dist)
+    result.assert_outcomes(passed=2)
+    written = (pytester.path / ".vgate" / "ledger.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["gate_id"] for line in written) == ["kept", "spoiled"]
+    result.stdout.fnmatch_lines(["*a record of gates.yaml::spoiled is not one*"])

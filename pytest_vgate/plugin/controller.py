@@ -185,13 +185,20 @@ class Controller:
             str(e.ledger.path): e for e in self.res.cache.values() if isinstance(e, Evidence)
         }
         by_ledger: dict[str, list[Record]] = {}
-        for payload in self.payloads.values():
+        for nodeid, payload in self.payloads.items():
             if not isinstance(payload, CheckPayload) or not payload.ledger:
                 continue
             ours = evidence.get(payload.ledger)
             for data in payload.records:
                 obj = data.to_dict()
-                record = ours.record_of(obj) if ours is not None else Record.from_dict(obj)
+                try:
+                    record = ours.record_of(obj) if ours is not None else Record.from_dict(obj)
+                except (ValueError, KeyError, TypeError) as exc:  # changed on its way here
+                    self.res.warnings.append(
+                        f"vgate ledger {payload.ledger}: a record of {nodeid} is not one "
+                        f"({type(exc).__name__}: {exc}); not written, the others are"
+                    )
+                    continue
                 by_ledger.setdefault(payload.ledger, []).append(record)
         for ledger, records in by_ledger.items():
             self.res.warnings.extend(Ledger(Path(ledger)).append(records))
