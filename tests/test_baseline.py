@@ -133,6 +133,57 @@ def test_clear_errors_leave_nothing_behind(
     assert holders_for(bugfix.repo) == []
 
 
+@pytest.mark.parametrize("link", ["tests", "tests/sub"], ids=["parent", "grandparent"])
+def test_an_overlay_never_follows_a_base_symlink_out_of_the_worktree(
+    bugfix: BugFixRepo, link: str
+) -> None:
+    """On the base revision the overlay's folder is a symlink to elsewhere (a user's
+    folder, their own checkout): the copy refuses; nothing there is deleted or written."""
+    from helpers.git_repo import git
+
+    victim = bugfix.repo.parent / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "precious.txt").write_text("uncommitted work")
+    (victim / "sub" / "test_fix.py").write_text("# the user's own, edited\n")
+    base = git(bugfix.repo, "rev-parse", "HEAD~1").strip()
+    git(bugfix.repo, "checkout", "-q", "-b", "linked", base)
+    shutil.rmtree(bugfix.repo / "tests")
+    target = victim if link == "tests" else victim / "sub"
+    (bugfix.repo / link).parent.mkdir(parents=True, exist_ok=True)
+    (bugfix.repo / link).symlink_to(target)
+    git(bugfix.repo, "add", "-A")
+    git(bugfix.repo, "commit", "-qm", "the base links its tests elsewhere")
+    git(bugfix.repo, "checkout", "-q", "-")
+    git(bugfix.repo, "merge", "-q", "--no-ff", "-s", "ours", "linked", "-m", "keep ours")
+    overlay = "tests/sub/test_fix.py"
+    (bugfix.repo / "tests" / "sub").mkdir()
+    (bugfix.repo / overlay).write_text("def test_new():\n    pass\n")
+    before = {p: p.read_text() for p in victim.rglob("*") if p.is_file()}
+    with pytest.raises(BaselineError, match="outside the base worktree"):
+        BaseWorktree.create(bugfix.repo, "linked", [overlay], root_rel=".")
+    assert {p: p.read_text() for p in victim.rglob("*") if p.is_file()} == before
+    assert bugfix.worktrees() == [str(bugfix.repo)]
+    assert holders_for(bugfix.repo) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_copy_of_the_session_leaves_the_base_worktree_alone(
+    bugfix: BugFixRepo,
+) -> None:
+    """A user's test that forks and lets the child go on (``sys.exit`` caught by pytest)
+    runs the session's end in the child too: only the creating process removes the tree."""
+    with BaseWorktree.create(bugfix.repo, "HEAD~1", ["tests/"], root_rel=".") as base:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 0 if base.remove() == [] else 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert (base.path / "tests" / "test_fix.py").exists(), "the child removed the tree"
+        assert len(bugfix.worktrees()) == 2
+    assert bugfix.worktrees() == [str(bugfix.repo)]
+
+
 def test_not_a_git_repository(tmp_path: Path) -> None:
     with pytest.raises(BaselineError, match="not inside a git repository"):
         BaseWorktree.create(tmp_path, "HEAD", [], root_rel=".")

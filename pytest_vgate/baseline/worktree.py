@@ -73,8 +73,22 @@ def _check_overlay(top: Path, root_rel: str, overlay: Sequence[str]) -> list[tup
     return pairs
 
 
-def _copy_onto(src: Path, dst: Path) -> None:
-    """Make ``dst`` mirror ``src`` (as a test patch would: deletions included)."""
+def _copy_onto(src: Path, dst: Path, tree: Path) -> None:
+    """Make ``dst`` mirror ``src`` (as a test patch would: deletions included).
+
+    ``dst`` lies in the worktree ``tree`` as the overlay path lies in the current tree,
+    but the base revision may hold a symlink on the way (``tests -> /elsewhere``):
+    following it, the copy would delete and write files outside the worktree, a user's
+    included. Whatever the base holds there must stay inside the worktree, or nothing is
+    copied (``dst`` itself, a symlink, is removed, never followed)."""
+    top = os.path.realpath(tree)
+    parent = os.path.realpath(dst.parent)
+    if parent != top and not parent.startswith(top + os.sep):
+        raise BaselineError(
+            f"overlay path {dst.relative_to(tree).as_posix()!r}: on the base revision a "
+            f"symlink on its way leads to {parent}, outside the base worktree; nothing is "
+            "copied there (give an overlay path that is a real folder on the base too)"
+        )
     if dst.is_symlink() or dst.is_file():
         dst.unlink()
     elif dst.is_dir():
@@ -110,6 +124,7 @@ class BaseWorktree:
         self._lock_fd: int | None = None
         self._removed = False
         self._owned = False  # only the process that created the tree may delete it
+        self._creator = os.getpid()  # ... not a fork of it (a test that forks and goes on)
 
     def __repr__(self) -> str:
         return f"BaseWorktree(ref={self.ref!r}, sha={self.sha[:7]}, path={str(self.path)!r})"
@@ -166,7 +181,10 @@ class BaseWorktree:
             raise BaselineError(f"`git worktree add` of {ref!r} failed in {top}: {err}")
         try:
             for src, rel in pairs:
-                _copy_onto(src, tree.path / rel)
+                _copy_onto(src, tree.path / rel, tree.path)
+        except BaselineError:
+            tree.remove()
+            raise
         except OSError as exc:
             tree.remove()
             raise BaselineError(f"cannot copy the overlay onto the base worktree: {exc}") from exc
@@ -184,6 +202,8 @@ class BaseWorktree:
         """Unregister and delete the worktree; idempotent, never raises. Returns warnings."""
         warnings: list[str] = []
         if self._removed or not self._owned:  # a worker's handle never deletes anything
+            return warnings
+        if os.getpid() != self._creator:  # a forked copy of the session: the tree is not its
             return warnings
         self._removed = True
         with contextlib.suppress(Exception):  # unregister must not fail a removal
