@@ -185,6 +185,31 @@ def test_tree_state_ignores_caches_bytecode_and_the_ledger(tmp_path: Path) -> No
     assert tree_state(repo.root).key != clean.key  # without exclude the file counts
 
 
+def test_tree_state_ignores_what_sessions_make_in_a_temp_dir_inside_the_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``TMPDIR=$PWD/tmp``: the cells, worktrees and coverage folders a session (this one
+    or another running next to it) makes there are not the tree under test; the user's
+    own files there still count."""
+    import tempfile
+
+    from pytest_vgate.cell import CellPool
+
+    repo = make_bugfix_repo(tmp_path)
+    temp = repo.root / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    clean = tree_state(repo.root)
+    pool = CellPool()
+    with pool.cell() as cell:
+        (cell / "home" / "notes.txt").write_text("a check's scratch")
+        assert cell.parent == temp.resolve()
+        assert tree_state(repo.root).key == clean.key
+    pool.close()
+    (temp / "mine.txt").write_text("the user's")
+    assert tree_state(repo.root).key != clean.key
+
+
 def test_tree_state_outside_git_and_before_the_first_commit(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,19 @@ def _git_lines(args: Sequence[str], cwd: Path) -> list[str] | None:
     return [p for p in result.stdout.split("\0") if p]
 
 
+def _our_temp_prefix(top_real: Path) -> str | None:
+    """With the temp dir inside the repository (``TMPDIR=$PWD/tmp``), the relative prefix
+    of what pytest-vgate makes there (``vgate-*``: check cells, base worktrees, coverage
+    folders, any session's): scratch, not the tree under test. Counted, a session running
+    next to another would see a different tree, and a red there would "prove" a check
+    whose code never changed."""
+    real = Path(os.path.realpath(tempfile.gettempdir()))
+    if real != top_real and top_real not in real.parents:
+        return None
+    inside = real.relative_to(top_real).as_posix()
+    return "vgate-" if inside == "." else f"{inside}/vgate-"
+
+
 def _is_derived(rel: str, excluded: Iterable[str]) -> bool:
     parts = rel.split("/")
     if DERIVED_PARTS.intersection(parts) or rel.endswith(DERIVED_SUFFIXES):
@@ -206,7 +220,12 @@ def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
         real = Path(os.path.realpath(ex))
         if real == top_real or top_real in real.parents:
             excluded.append(real.relative_to(top_real).as_posix())
-    paths = sorted({p for p in (*changed, *untracked) if not _is_derived(p, excluded)})
+    ours = _our_temp_prefix(top_real)
+    paths = sorted(
+        p
+        for p in {*changed, *untracked}
+        if not _is_derived(p, excluded) and not (ours is not None and p.startswith(ours))
+    )
     short = commit[:7] if commit else "unborn"
     repo = repository_id(top) if commit else None
     if not paths:
