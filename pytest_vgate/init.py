@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ from pathlib import Path, PurePosixPath
 from pytest_vgate.errors import VgateError
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
+from pytest_vgate.regular import read_regular
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 _GIT = ("-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128
+UNTRACKED_LIMIT = 16 << 20  # an untracked file bigger than this is no source file
 
 
 class InitError(VgateError):
@@ -128,8 +131,11 @@ def changed_lines(where: Path, base: str) -> Change:
     untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], top)
     for rel in filter(None, untracked.split("\0")):
         path = top / rel
-        try:
-            count = len(path.read_bytes().split(b"\n"))
+        try:  # only a regular file of source size: not a symlink, a FIFO, /dev/zero
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > UNTRACKED_LIMIT:
+                continue
+            count = len(read_regular(path).split(b"\n"))
         except OSError:
             continue
         lines[str(path)] = set(range(1, count + 1))
@@ -287,13 +293,18 @@ def _rel(path: str, root: Path) -> str:
 def write_gates_file(path: Path, text: str, *, force: bool) -> None:
     """Write atomically after loading the text back (a file we write always loads);
     an existing file is kept unless ``force``."""
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:  # a dangling symlink too: never replaced
         raise InitError(
             f"{path} exists; pass --vgate-init-force to overwrite it, or "
             "--vgate-init-out to write elsewhere"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vgate-init-", suffix=".yaml", dir=path.parent)
+    if os.path.isdir(path):
+        raise InitError(f"{path} is a folder; give --vgate-init-out a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".vgate-init-", suffix=".yaml", dir=path.parent)
+    except OSError as exc:
+        raise InitError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -301,6 +312,11 @@ def write_gates_file(path: Path, text: str, *, force: bool) -> None:
             load_gates_file(tmp)
         except GatesFileError as exc:
             raise InitError(f"the gates file written would not load (a bug): {exc}") from exc
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as any file the user writes, not mkstemp's 0600
         os.replace(tmp, path)
+    except OSError as exc:
+        raise InitError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -155,6 +155,45 @@ def test_init_never_overwrites_without_force(pytester: pytest.Pytester, bugfix: 
     assert "test_add" in (bugfix.root / "gates.yaml").read_text()
 
 
+def test_init_reads_no_untracked_fifo_or_device_and_writes_a_plain_file(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    """Untracked symlinks to a FIFO and to /dev/zero are not read (the FIFO hung it, the
+    device would read without end); the file written has the mode any file gets."""
+    import os
+
+    fifo = pytester.path / "fifo"
+    os.mkfifo(fifo)
+    (bugfix.root / "tests" / "link_to_fifo").symlink_to(fifo)
+    (bugfix.root / "tests" / "link_to_zero").symlink_to("/dev/zero")
+    result = pytester.runpytest_subprocess(*LEAN, "--vgate-init", bugfix.bug_sha, timeout=120)
+    assert result.ret == 0, result.stdout.str()
+    written = bugfix.root / "gates.yaml"
+    assert "test_add" in written.read_text()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert written.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_init_refuses_an_output_it_cannot_write_in_one_line(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    (bugfix.root / "outdir").mkdir()
+    (bugfix.root / "dangling.yaml").symlink_to(bugfix.root / "nowhere.yaml")
+    for out, force, says in [
+        ("outdir", True, "*outdir is a folder; give --vgate-init-out a file name*"),
+        ("/proc/vgate-gates.yaml", True, "*cannot write /proc/vgate-gates.yaml*"),
+        ("dangling.yaml", False, "*dangling.yaml exists; pass --vgate-init-force*"),
+    ]:
+        args = [bugfix.bug_sha, f"--vgate-init-out={out}"]
+        result = init(pytester, *args, *(["--vgate-init-force"] if force else []))
+        assert result.ret == 4, result.stdout.str()
+        result.stdout.fnmatch_lines([says])
+        assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert (bugfix.root / "dangling.yaml").is_symlink()
+    assert not (bugfix.root / "nowhere.yaml").exists()
+
+
 def test_init_with_nothing_to_gate_writes_nothing(
     pytester: pytest.Pytester, bugfix: BugFixRepo
 ) -> None:
