@@ -205,6 +205,31 @@ def test_fix_leaves_a_document_that_changed_since_the_check(tmp_path: Path) -> N
         assert doc.read_text() == changed
 
 
+@pytest.mark.parametrize("kind", ["read-only", "hard-linked"])
+def test_fix_leaves_a_read_only_or_hard_linked_document_and_says_why(
+    tmp_path: Path, kind: str
+) -> None:
+    """A rewrite puts a new file in the document's place: it would ignore a read-only
+    mode and cut the document off from its hard links. Refused, with the reason."""
+    (tmp_path / "a.py").write_text("\n\n\ndef f():\n    pass\n")
+    doc = tmp_path / "answer.md"
+    doc.write_text("a.py:1 — `f`\n")
+    results = check_document(tmp_path, doc)
+    assert results[0].corrected_to == "a.py:4"
+    if kind == "read-only":
+        doc.chmod(0o444)
+        says = "it is read-only"
+    else:
+        os.link(doc, tmp_path / "copy.md")
+        says = "it has 2 hard links"
+    refused: list[str] = []
+    assert fix_documents(results, refused) == {}
+    assert doc.read_text() == "a.py:1 — `f`\n"
+    assert len(refused) == 1 and says in refused[0], refused
+    if kind == "hard-linked":
+        assert os.path.samefile(doc, tmp_path / "copy.md")
+
+
 def test_fix_keeps_column_and_writes_moved_paths(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg/mod.py").write_text("x = 1\n\ndef g():\n    pass\n")

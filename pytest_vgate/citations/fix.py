@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -180,6 +181,26 @@ def fix_documents(
         text, fixed = _fix_text(decode_document(data), items, refused)
         new = text.encode("utf-8", errors="surrogateescape")
         if fixed and new != data:
+            why = _not_rewritable(document)
+            if why:
+                if refused is not None:
+                    refused.append(f"{document}: not rewritten: {why}; fix its citations by hand")
+                continue
             _write_atomically(document, new)
             counts[document] = fixed
     return counts
+
+
+def _not_rewritable(path: Path) -> str:
+    """Why a rewrite (a new file put in the document's place) would go against what its
+    owner set up: a read-only document stays as it is, and one with hard links would be
+    cut off from them."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot read its state ({exc.strerror or exc})"
+    if not st.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+        return "it is read-only"
+    if st.st_nlink > 1:
+        return f"it has {st.st_nlink} hard links, which a rewrite would cut off"
+    return ""
