@@ -145,6 +145,9 @@ class Controller:
         if report:
             self._step(lambda: self._export(report), "the pytest_vgate_report exporters")
         self._step(self._record_evidence, "the ledger")
+        # Every run is over: the base worktrees go now, so that what removing them could
+        # not do is in the summary's warnings (at unconfigure, the summary is written).
+        self._step(self.release, "removing the base worktrees")
 
     def _step(self, step: Callable[[], object], what: str) -> None:
         failed = fail_closed_step(step, what)
