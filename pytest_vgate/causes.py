@@ -5,7 +5,8 @@ The runner and the verifier path ask here, so that one rule decides everywhere:
 - a pytest check that exits 2-5 (interrupted, internal error, usage error such as a
   node id typo, nothing collected) never reached an answer about the product: the test
   is broken (``broken_test``), not the product. The same for a check whose ``python``
-  has no pytest ("No module named pytest").
+  has no pytest ("No module named pytest"), and a check in which unittest could not
+  load a test it was named (no such test, or its module does not import).
 - an exception a Python verifier did not catch is the verifier's bug (``error``,
   ``broken_test``) -- unless the code under test raised it: when the innermost frame of
   the tree's own code is a product file (inside the root, not the verifier's module, not
@@ -21,7 +22,12 @@ import traceback
 from collections.abc import Collection
 from pathlib import Path
 
-from pytest_vgate.evidence.record import PYTEST_NOT_RED, runs_pytest
+from pytest_vgate.evidence.record import (
+    PYTEST_NOT_RED,
+    UNITTEST_NOT_LOADED,
+    UNITTEST_NOT_RED,
+    runs_pytest,
+)
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Cause
 
@@ -46,6 +52,8 @@ def command_cause(gate: Gate, exit_code: int, stderr: str) -> tuple[Cause, str]:
                 "the check's python has no pytest (No module named pytest): install it "
                 "where the check runs, or name the python that has it",
             )
+    if UNITTEST_NOT_LOADED.search(stderr):
+        return Cause.BROKEN_TEST, UNITTEST_NOT_RED
     return Cause.PRODUCT, ""
 
 

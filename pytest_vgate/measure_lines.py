@@ -45,7 +45,7 @@ import sys
 import types
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 PROBED_NAME = "_@vgate"  # not an identifier: no name of the program can collide with it
 REWRITTEN = frozenset({"@py_builtins", "@pytest_ar"})  # pytest's assertion rewriting
@@ -235,6 +235,22 @@ def _dump(value: object, file: Any, *args: Any, **kwargs: Any) -> None:
     _real_dump(_plain(value), file, *args, **kwargs)
 
 
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _placed(node: _Node, where: ast.AST) -> _Node:
+    """``node`` at ``where``'s place, with an end: nodes pytest's assertion rewriting adds
+    (its imports after a docstring or ``__future__`` line) have a start line and no end,
+    and ``fix_missing_locations`` would then end them on line 1, before they start, which
+    ``compile`` refuses (the module went unprobed)."""
+    ast.copy_location(node, where)
+    line = getattr(node, "lineno", None)
+    if line is not None and getattr(node, "end_lineno", None) is None:
+        node.end_lineno = line  # type: ignore[attr-defined]
+        node.end_col_offset = getattr(node, "col_offset", 0)  # type: ignore[attr-defined]
+    return node
+
+
 def _index(value: int) -> Any:
     """A subscript's index: wrapped in ``ast.Index`` before Python 3.9."""
     constant = ast.Constant(value)
@@ -265,12 +281,12 @@ class _Prober:
         self.hits = f"{PROBED_NAME}{index}"
 
     def _name(self, name: str, where: ast.AST) -> ast.Name:
-        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), where)
+        return _placed(ast.Name(id=name, ctx=ast.Load()), where)
 
     def _hit_call(self, line: int, where: ast.AST) -> ast.Call:
         func = ast.Attribute(value=self._name(PROBED_NAME, where), attr="hit", ctx=ast.Load())
         call = ast.Call(func=func, args=[ast.Constant(self.index), ast.Constant(line)], keywords=[])
-        return ast.fix_missing_locations(ast.copy_location(call, where))
+        return ast.fix_missing_locations(_placed(call, where))
 
     def _stmt(self, line: int, where: ast.AST) -> ast.stmt:
         """``if not H[line]: hit(index, line)``."""
@@ -279,14 +295,14 @@ class _Prober:
         seen.ctx = ast.Load()
         test = ast.UnaryOp(op=ast.Not(), operand=seen)
         probe = ast.If(test=test, body=[ast.Expr(self._hit_call(line, where))], orelse=[])
-        return ast.fix_missing_locations(ast.copy_location(probe, where))
+        return ast.fix_missing_locations(_placed(probe, where))
 
     def _wrap(self, line: int, expr: ast.expr) -> ast.expr:
         """``(hit(index, line), expr)[1]``: the probe runs first, then the expression."""
         self.done.add(line)
         pair = ast.Tuple(elts=[self._hit_call(line, expr), expr], ctx=ast.Load())
         picked = ast.Subscript(value=pair, slice=_index(1), ctx=ast.Load())
-        return ast.fix_missing_locations(ast.copy_location(picked, expr))
+        return ast.fix_missing_locations(_placed(picked, expr))
 
     def module(self, tree: ast.Module) -> None:
         body = tree.body
@@ -312,8 +328,7 @@ class _Prober:
         # __future__ imports must stay first: their lines are hit as the module starts.
         prologue += [self._stmt(s.lineno, s) for s in body[:head] if s.lineno in self.lines]
         for node in prologue:
-            ast.copy_location(node, where)
-            ast.fix_missing_locations(node)
+            ast.fix_missing_locations(_placed(node, where))
         tree.body = body[:head] + prologue + self._body(body[head:])
 
     def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:

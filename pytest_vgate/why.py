@@ -83,6 +83,15 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:
             f"{', '.join(gate.overlay)}: fix the node id in the check, or add the file that "
             "defines the test to `overlay`."
         )
+    if "unittest.loader._FailedTest" in text:
+        where = (
+            f"the overlay carries {', '.join(gate.overlay)}: fix the test's name in the check, "
+            "or add the file that defines it to `overlay`"
+            if gate.overlay
+            else "add its file to the gate's `overlay` (e.g. `overlay: [tests/]`) so the base "
+            "run has it"
+        )
+        return f"unittest found no such test on the base: {where}."
     if kind_of(gate.type).base_hint:
         return kind_of(gate.type).base_hint
     if pytest_like and base.exit_code == 2:

@@ -370,3 +370,20 @@ def test_the_probes_measure_an_older_cpython_in_the_check(project: Path, minor: 
         "import-time", "decorator", "class-body", "inner", "lambda", "comprehension",
         "method", "multiline", "except", "except-body",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "head",
+    ['"""Tests."""\n', "from __future__ import annotations\n\n", '"""Tests."""\n\nimport os\n'],
+    ids=["docstring", "future", "docstring-then-import"],
+)
+def test_a_rewritten_test_module_that_does_not_start_with_its_imports(
+    project: Path, head: str
+) -> None:
+    """pytest puts its own imports, with a start line and no end line, after a module's
+    docstring or ``__future__`` imports (more-itertools' tests/test_more.py): the probes
+    must still compile there, or the test module goes unmeasured."""
+    (project / "tests" / "test_mod.py").write_text(head + TEST)
+    check = f"{PY} -m pytest -q -p no:cacheprovider tests/test_mod.py"
+    measured = both(project, check, ["pkg/mod.py", "tests/test_mod.py"])
+    assert tags(project, measured, "tests/test_mod.py") == {"test-assert", "test-values"}

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from pytest_vgate.evidence.record import Record, judge_red, parse_time, runs_pytest
+from pytest_vgate.evidence.record import (
+    UNITTEST_NOT_RED,
+    Record,
+    judge_red,
+    output_of,
+    parse_time,
+    runs_pytest,
+)
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Rbg
@@ -33,6 +40,11 @@ class RbgResult(Jsonable):
     mode: Mode | None = None
     cause: Cause | None = None
     red_evidence: Record | None = None
+
+
+def _judge(record: Record, gate: Gate) -> tuple[bool, str]:
+    """The genuine-red heuristic on a record (its output is the kept tail)."""
+    return judge_red(record.mode, record.exit_code, gate, output_of(record.stdout, record.stderr))
 
 
 def _describe(record: Record) -> str:
@@ -61,7 +73,7 @@ def classify(
     if gate.red is RedPolicy.NOT_REQUIRED:
         return _regression(current, base)
     if not current.ok:
-        red = base if base is not None and judge_red(base.mode, base.exit_code, gate)[0] else None
+        red = base if base is not None and _judge(base, gate)[0] else None
         where = " (red on the base too: the change does not fix it)" if red else ""
         return RbgResult(
             Rbg.UNPROVEN,
@@ -101,7 +113,7 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
             mode=Mode.FAIL,
             cause=Cause.BROKEN_TEST,
         )
-    genuine, why = judge_red(base.mode, base.exit_code, gate)
+    genuine, why = _judge(base, gate)
     if genuine:
         return RbgResult(
             Rbg.PROVEN,
@@ -110,7 +122,8 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
             red_evidence=base,
         )
     hint = ""
-    if not gate.overlay and base.exit_code in (4, 5) and runs_pytest(gate.argv):
+    missing = base.exit_code in (4, 5) and runs_pytest(gate.argv)
+    if not gate.overlay and (missing or why == UNITTEST_NOT_RED):
         hint = (
             "; if the test is new in this change, carry it onto the base with "
             "`overlay: [tests/]` (the test files that encode the requirement)"
@@ -157,7 +170,7 @@ def _from_history(
         if rec.inputs_digest != current.inputs_digest:
             skip("inputs changed since")
             continue
-        genuine, why = judge_red(rec.mode, rec.exit_code, gate)
+        genuine, why = _judge(rec, gate)
         if not genuine:
             weak.append((rec, why))
         elif rec.claim_hash == current.claim_hash:

@@ -38,6 +38,14 @@ PYTEST_NOT_RED = {
     4: "pytest exit 4: usage error (e.g. the test id does not exist)",
     5: "pytest exit 5: no tests were collected",
 }
+# unittest turns a name it cannot load (no such test, class or module; a module that fails
+# to import) into a test that errors, and exits 1 like a real failure: the marker is the
+# loader's stand-in class, in every Python's report ("(unittest.loader._FailedTest...").
+UNITTEST_NOT_LOADED = re.compile(r"\(unittest\.loader\._FailedTest\b")
+UNITTEST_NOT_RED = (
+    "unittest could not load a test it was asked for (no such test, class or module, or "
+    "its module failed to import): the test never answered"
+)
 SHELL_NOT_RED = {
     126: "exit 126: the command was found but could not be executed",
     127: "exit 127: command not found",
@@ -81,8 +89,9 @@ def runs_pytest(argv: Sequence[str]) -> bool:
     return False
 
 
-def judge_red(mode: Mode, exit_code: int | None, gate: Gate) -> tuple[bool, str]:
-    """The genuine-red heuristic on the bare facts of a run (see ``is_genuine_red``)."""
+def judge_red(mode: Mode, exit_code: int | None, gate: Gate, output: str = "") -> tuple[bool, str]:
+    """The genuine-red heuristic on the facts of a run (see ``is_genuine_red``); ``output``
+    is what the run printed (stdout and stderr), read only for unittest's loader errors."""
     if mode is not Mode.FAIL:
         return False, _MODE_NOT_RED.get(mode, f"mode {mode.value} is not an answer")
     if exit_code is None:
@@ -93,6 +102,8 @@ def judge_red(mode: Mode, exit_code: int | None, gate: Gate) -> tuple[bool, str]
         return False, f"killed by signal {-exit_code}"
     if exit_code in SHELL_NOT_RED:
         return False, SHELL_NOT_RED[exit_code]
+    if UNITTEST_NOT_LOADED.search(output):
+        return False, UNITTEST_NOT_RED
     if gate.red_exit is not None:
         if exit_code in gate.red_exit:
             return True, f"exit {exit_code} is in red_exit {list(gate.red_exit)}"
@@ -106,10 +117,18 @@ def is_genuine_red(verdict: Verdict, gate: Gate) -> tuple[bool, str]:
     """Was this a red for the right reason? A check that ran to exit with a failing code.
 
     Not genuine: any mode but ``fail`` (unavailable, timeout, crash, blank, error, panic,
-    sandbox, ungrounded); exit 126/127; a signal; for pytest checks exits 2-5; with
+    sandbox, ungrounded); exit 126/127; a signal; a run in which unittest could not load a
+    test it was named (whatever ``red_exit`` says); for pytest checks exits 2-5; with
     ``red_exit`` given, any code outside it (``red_exit`` replaces the pytest rule).
     """
-    return judge_red(verdict.mode, verdict.exit_code, gate)
+    return judge_red(
+        verdict.mode, verdict.exit_code, gate, output_of(verdict.stdout, verdict.stderr)
+    )
+
+
+def output_of(stdout: str, stderr: str) -> str:
+    """What a run printed, as the genuine-red heuristic reads it."""
+    return f"{stdout}\n{stderr}"
 
 
 def _tail(text: str, limit: int = OUTPUT_TAIL) -> str:
