@@ -214,8 +214,10 @@ def _file_lines(path: str) -> tuple[str, ...]:
 
 
 def humanize(test: CollectedTest) -> str:
-    """The claim of a test: its docstring's first line, else its name in words."""
-    first = test.doc.strip().splitlines()[0].strip() if test.doc.strip() else ""
+    """The claim of a test: its docstring's first paragraph (a summary wrapped over several
+    lines is one sentence), else its name in words."""
+    paragraph = re.split(r"\n[ \t]*\n", test.doc.strip(), maxsplit=1)[0]
+    first = " ".join(paragraph.split())
     if first:
         return first
     words = re.sub(r"^test_?", "", test.name).replace("_", " ").strip() or test.name

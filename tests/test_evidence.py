@@ -55,6 +55,15 @@ PASS = Verdict(mode=Mode.PASS, exit_code=0, command=PYTEST_ARGV)
 RED = Verdict.failed(Mode.FAIL, "exit 1", exit_code=1, command=PYTEST_ARGV)
 NO_TEST = Verdict.failed(Mode.FAIL, "exit 4", exit_code=4, command=PYTEST_ARGV)
 TIMEOUT = Verdict.failed(Mode.TIMEOUT, "deadline")
+UNITTEST_ARGV = ("python", "-m", "unittest", "-q", "tests.test_more.SlicedTests.test_negative")
+NOT_LOADED = (  # python3.11 -m unittest names a method its class does not have
+    "E\n======================================================================\n"
+    "ERROR: test_negative (unittest.loader._FailedTest.test_negative)\n"
+    "----------------------------------------------------------------------\n"
+    "AttributeError: type object 'SlicedTests' has no attribute 'test_negative'\n"
+)
+NOT_LOADED_38 = "ERROR: test_negative (unittest.loader._FailedTest)\n"  # Python 3.8-3.10
+UNITTEST_RED = "FAIL: test_even (tests.test_more.SlicedTests.test_even)\nAssertionError: 1 != 2\n"
 
 
 @pytest.fixture
@@ -303,6 +312,26 @@ def test_is_genuine_red(
 ) -> None:
     gate = replace(GATE, argv=argv, red_exit=red_exit)
     verdict = Verdict(mode=mode, exit_code=exit_code)
+    ok, reason = is_genuine_red(verdict, gate)
+    assert ok is genuine
+    assert why in reason
+
+
+@pytest.mark.parametrize(
+    ("stderr", "red_exit", "genuine", "why"),
+    [
+        (UNITTEST_RED, None, True, "exit 1"),
+        (NOT_LOADED, None, False, "could not load a test"),
+        (NOT_LOADED_38, None, False, "could not load a test"),
+        (NOT_LOADED, (1,), False, "could not load a test"),
+    ],
+    ids=["a-failing-test", "not-loaded", "not-loaded-3.8", "not-loaded-red_exit"],
+)
+def test_a_test_unittest_could_not_load_is_not_a_red(
+    stderr: str, red_exit: tuple[int, ...] | None, genuine: bool, why: str
+) -> None:
+    gate = replace(GATE, argv=UNITTEST_ARGV, red_exit=red_exit)
+    verdict = Verdict(mode=Mode.FAIL, exit_code=1, stderr=stderr)
     ok, reason = is_genuine_red(verdict, gate)
     assert ok is genuine
     assert why in reason
@@ -557,6 +586,22 @@ def test_red_on_the_base_for_the_wrong_reason_is_weak_red(
         cause,
     )
     assert why in result.reason
+
+
+def test_a_unittest_loader_error_before_a_long_tail_is_still_weak_red(
+    trees: dict[str, TreeState],
+) -> None:
+    """The record keeps the last 4096 characters of the output; the loader's error came
+    first, so only the judgment made on the whole output remembers it."""
+    gate = replace(GATE, argv=UNITTEST_ARGV)
+    stderr = NOT_LOADED + UNITTEST_RED * 200
+    base = rec(Verdict.failed(Mode.FAIL, "exit 1", exit_code=1, stderr=stderr), trees["buggy"],
+               gate=gate, where="base")  # fmt: skip
+    assert "_FailedTest" not in base.stderr  # cut from the kept tail
+    result = classify(gate, rec(PASS, trees["fixed"], gate=gate), base=base, history=[],
+                      require_red=True)  # fmt: skip
+    assert (result.status, result.cause) == (Rbg.WEAK_RED, Cause.BROKEN_TEST)
+    assert "could not load a test" in result.reason
 
 
 def test_red_on_the_base_and_red_now_keeps_the_product_failure(

@@ -122,6 +122,19 @@ def test_ids_and_claims_come_from_the_tests() -> None:
     assert humanize(tests[1]) == "Adds two numbers."
 
 
+def test_a_claim_is_the_docstring_s_first_sentence_wrapped_over_lines() -> None:
+    """more-itertools' SlicedTests.test_negative: a summary wrapped over two lines made
+    the claim "Negative slice sizes should raise instead of silently"."""
+    doc = (
+        "Negative slice sizes should raise instead of silently\n"
+        "        yielding a wrong result.\n        \n        More text."
+    )
+    wrapped = _test("test_negative", 1, 2, cls="SlicedTests", doc=doc)
+    assert humanize(wrapped) == (
+        "Negative slice sizes should raise instead of silently yielding a wrong result."
+    )
+
+
 def test_the_rendered_file_loads_and_runs_each_test_by_node_id(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_m.py").write_text("")

@@ -43,7 +43,10 @@ class RbgResult(Jsonable):
 
 
 def _judge(record: Record, gate: Gate) -> tuple[bool, str]:
-    """The genuine-red heuristic on a record (its output is the kept tail)."""
+    """The genuine-red heuristic on a record. Its output is the kept tail, so a loader
+    error the record saw when it was made (in the whole output) stands too."""
+    if record.red_reason == UNITTEST_NOT_RED:
+        return False, UNITTEST_NOT_RED
     return judge_red(record.mode, record.exit_code, gate, output_of(record.stdout, record.stderr))
 
 
