@@ -104,15 +104,20 @@ def test_every_case_is_judged_on_what_it_executed(
 def test_coverage_off_judges_on_exit_codes_only(
     repo: EvidenceRepo, pytester: pytest.Pytester
 ) -> None:
-    """The wrapper hides pytest's exit 4: without coverage that red is (wrongly) genuine."""
+    """The wrapper hides pytest's exit 4: without coverage that red is (wrongly) genuine.
+    unittest's loader error is in its output, so that one is told apart without coverage."""
     write_gates(repo.root, gates_text(repo.root))
     result, cases = run_plain(
         pytester, "gates.yaml", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1",
         "--vgate-coverage", "off", "-k", "via-sh or via-unittest",
     )  # fmt: skip
     assert_clean(result)
+    assert (cases["via-sh"]["outcome"], cases["via-sh"]["vgate_rbg"]) == ("passed", "proven")
+    assert (cases["via-unittest"]["outcome"], cases["via-unittest"]["vgate_rbg"]) == (
+        "failure",
+        "weak-red",
+    )
     for gate_id in ("via-sh", "via-unittest"):
-        assert (cases[gate_id]["outcome"], cases[gate_id]["vgate_rbg"]) == ("passed", "proven")
         assert "vgate_coverage" not in cases[gate_id]
 
 
