@@ -226,15 +226,18 @@ def evaluate_gate(
 def measure_change(change: Change) -> MeasureSpec:
     """Record only the changed files, on both trees: all the judgment needs (a base run
     executing the current tree's changed files is what contamination is), and the cheapest
-    to trace. ``lines``: each side's changed lines, the rest of a file only whether it ran."""
+    to trace. ``lines``: each side's changed lines (on the base, with the statements of
+    the functions a pure insertion went into), the rest of a file only whether it ran."""
     files = sorted(change.files | change.inserted)
     lines: dict[str, tuple[int, ...]] = {}
     for rel in files:
-        for top, side in (
-            (change.base_top, change.base_changed),
-            (change.head_top, change.head_changed),
-        ):
-            lines[os.path.join(top, rel)] = tuple(sorted(side.get(rel, frozenset())))
+        base_lines = change.base_changed.get(rel, frozenset()) | change.anchors.get(
+            rel, frozenset()
+        )
+        lines[os.path.join(change.base_top, rel)] = tuple(sorted(base_lines))
+        lines[os.path.join(change.head_top, rel)] = tuple(
+            sorted(change.head_changed.get(rel, frozenset()))
+        )
     return MeasureSpec(
         tuple(os.path.join(top, f) for f in files for top in (change.base_top, change.head_top)),
         lines=tuple(sorted(lines.items())),

@@ -356,7 +356,8 @@ def judge_execution(
             ok=False,
             reason=(
                 "the red run never reached the change: it executed none of the base-side "
-                "changed lines (nor, for a pure insertion, the file); e.g. the test did not "
+                "changed lines (nor, for a pure insertion, the function it went into, or the "
+                "file for a new definition); e.g. the test did not "
                 "exist on the base (carry it with `overlay:`)"
             ),
             mode=Mode.FAIL,

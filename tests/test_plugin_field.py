@@ -134,3 +134,45 @@ def test_a_unittest_test_missing_now_is_a_broken_test(
         "broken_test",
     ), cases
     assert "unittest could not load a test" in result.stdout.str()
+
+
+NEGATIVE = "tests/test_slicing.py::SlicedTests::test_negative"
+READS_SOURCE = (
+    f'{PY} -c "import inspect, sys, pkg.slicing as s; '
+    "sys.exit(0 if 'must be at least 0' in inspect.getsource(s.sliced) else 1)\""
+)
+
+
+def test_a_red_that_never_ran_the_function_a_guard_went_into_is_not_proven(
+    run_vgate, sliced_fix: Path, pytester: pytest.Pytester
+) -> None:
+    """The fix inserts a guard into sliced(). A check that reads sliced()'s source is red
+    on the base and green now without running it: importing the module used to count as
+    reaching a pure insertion, and the gate was proven (coverage partial)."""
+    (sliced_fix / "gates.yaml").write_text(
+        textwrap.dedent(f"""\
+            gates:
+              - id: negative
+                check: {PY} -m pytest -q -p no:cacheprovider {NEGATIVE}
+                overlay: [tests/]
+              - id: reads-source
+                check: {READS_SOURCE}
+            """)
+    )
+    report = pytester.path / "report.json"
+    result, cases = run_vgate(
+        "--vgate", "gates.yaml", "--vgate-base", "HEAD~1", "--vgate-only",
+        "--vgate-report", str(report), *LEAN,
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    assert (cases["negative"]["vgate_rbg"], cases["negative"]["vgate_coverage"]) == (
+        "proven",
+        "covers",
+    ), cases
+    assert (cases["reads-source"]["vgate_rbg"], cases["reads-source"]["vgate_coverage"]) == (
+        "disconnected",
+        "misses",
+    ), cases
+    gates = {g["id"]: g for g in read_report(report)["gates"]}
+    assert gates["negative"]["coverage"]["red"]["reached"] is True
+    assert gates["reads-source"]["coverage"]["red"]["reached"] is False

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.process import run_git
 
 PYTHON_SUFFIXES = (".py", ".pyw")
@@ -30,7 +31,9 @@ class Change:
     ``head_changed`` / ``base_changed``: executable lines added or changed on each side.
     ``inserted``: files changed by pure insertion (executable lines added on the head,
     none removed or changed on the base, the file present on both): a red reaches such a
-    change by executing the file on the base. ``error``: the change could not be computed.
+    change by executing the file on the base, or, when every insertion went into an
+    existing function, by executing one of ``anchors`` (that function's statements on the
+    base, ``evidence/insertion.py``). ``error``: the change could not be computed.
     """
 
     head_top: str
@@ -38,6 +41,7 @@ class Change:
     head_changed: Lines = field(default_factory=dict)
     base_changed: Lines = field(default_factory=dict)
     inserted: frozenset[str] = frozenset()
+    anchors: Lines = field(default_factory=dict)  # inserted file -> base statements to run
     tree: frozenset[str] = frozenset()  # the current tree's files (tracked, or not ignored)
     error: str = ""
 
@@ -87,8 +91,16 @@ def _read(path: Path) -> str | None:
         return None
 
 
+Opcodes = Sequence[tuple[str, int, int, int, int]]
+
+
 def _map(changed: set[int], text: str) -> frozenset[int]:
-    parsed = executable_lines(text)
+    return _map_parsed(changed, executable_lines(text))
+
+
+def _map_parsed(
+    changed: set[int], parsed: tuple[frozenset[int], dict[int, int]] | None
+) -> frozenset[int]:
     if parsed is None:
         return frozenset(changed)
     statements, first = parsed
@@ -99,21 +111,37 @@ def diff_file(
     base_text: str | None, head_text: str | None
 ) -> tuple[frozenset[int], frozenset[int]]:
     """(base-side, head-side) executable lines changed between two versions of a file."""
+    base_lines, head_lines, _ = _compare(base_text, head_text)
+    return base_lines, head_lines
+
+
+def _compare(
+    base_text: str | None, head_text: str | None
+) -> tuple[frozenset[int], frozenset[int], frozenset[int] | None]:
+    """``diff_file``, plus the anchors of a pure insertion (``evidence/insertion.py``)."""
     if base_text == head_text:
-        return frozenset(), frozenset()
+        return frozenset(), frozenset(), None
     if base_text is None:
-        return frozenset(), _map(set(range(1, (head_text or "").count("\n") + 2)), head_text or "")
+        head = head_text or ""
+        return frozenset(), _map(set(range(1, head.count("\n") + 2)), head), None
     if head_text is None:
-        return _map(set(range(1, base_text.count("\n") + 2)), base_text), frozenset()
+        return _map(set(range(1, base_text.count("\n") + 2)), base_text), frozenset(), None
     a, b = base_text.splitlines(), head_text.splitlines()
+    opcodes: Opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     base_lines: set[int] = set()
     head_lines: set[int] = set()
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag in ("replace", "delete"):
             base_lines.update(range(i1 + 1, i2 + 1))
         if tag in ("replace", "insert"):
             head_lines.update(range(j1 + 1, j2 + 1))
-    return _map(base_lines, base_text), _map(head_lines, head_text)
+    base_parsed = executable_lines(base_text)
+    base_side = _map_parsed(base_lines, base_parsed)
+    head_side = _map(head_lines, head_text)
+    anchors = None
+    if head_side and not base_side and base_parsed is not None:
+        anchors = insertion_anchors(base_text, head_text, base_parsed[0], opcodes)
+    return base_side, head_side, anchors
 
 
 def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
@@ -137,23 +165,27 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
     head_changed: dict[str, frozenset[int]] = {}
     base_changed: dict[str, frozenset[int]] = {}
     inserted: set[str] = set()
+    anchors: dict[str, frozenset[int]] = {}
     for rel in sorted({*diffed, *untracked}):
         if not rel.endswith(PYTHON_SUFFIXES):
             continue
         base_text = _read(Path(base_real) / rel)
         head_text = _read(Path(head_real) / rel)
-        base_lines, head_lines = diff_file(base_text, head_text)
+        base_lines, head_lines, found = _compare(base_text, head_text)
         if base_lines:
             base_changed[rel] = base_lines
         if head_lines:
             head_changed[rel] = head_lines
             if not base_lines and base_text is not None:
                 inserted.add(rel)
+                if found:
+                    anchors[rel] = found
     return Change(
         head_top=head_real,
         base_top=base_real,
         head_changed=head_changed,
         base_changed=base_changed,
         inserted=frozenset(inserted),
+        anchors=anchors,
         tree=frozenset([*tracked, *untracked]),
     )

@@ -1,9 +1,10 @@
 """Did a run reach the change? Judging red and green runs on what they executed.
 
 Rules (docs/red-before-green.md, "Evidence by execution"): a red run reaches the change
-when it executed base-side changed lines, or, for a file changed by pure insertion, that
-file on the base. A green run reaches it when it executed head-side changed lines. A red
-run that executed files of the current tree (not the base worktree) is contaminated.
+when it executed base-side changed lines, or, for a file changed by pure insertion, the
+function the lines went into on the base (that file, for a new definition). A green run
+reaches it when it executed head-side changed lines. A red run that executed files of the
+current tree (not the base worktree) is contaminated.
 """
 
 from __future__ import annotations
@@ -67,8 +68,17 @@ def red_reach(change: Change, run: Measured | None) -> RunReach:
     executed = {p: ls & on_base.get(p, frozenset()) for p, ls in change.base_changed.items()}
     executed = {p: ls for p, ls in executed.items() if ls}
     files = frozenset(p for p in change.files if p in on_base)
-    reached = bool(executed) or any(p in on_base for p in change.inserted)
+    reached = bool(executed) or any(_entered(change, p, on_base) for p in change.inserted)
     return RunReach(True, reached, executed, files, contaminated)
+
+
+def _entered(change: Change, path: str, on_base: Mapping[str, frozenset[int]]) -> bool:
+    """A base run reached a pure insertion into ``path``: it ran the function the lines
+    went into (one of its anchors), or the file for a new definition."""
+    if path not in on_base:
+        return False
+    anchors = change.anchors.get(path)
+    return not anchors or bool(anchors & on_base[path])
 
 
 def green_reach(change: Change, run: Measured | None) -> RunReach:
