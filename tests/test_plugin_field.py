@@ -176,3 +176,24 @@ def test_a_red_that_never_ran_the_function_a_guard_went_into_is_not_proven(
     gates = {g["id"]: g for g in read_report(report)["gates"]}
     assert gates["negative"]["coverage"]["red"]["reached"] is True
     assert gates["reads-source"]["coverage"]["red"]["reached"] is False
+
+
+def test_coverage_on_without_a_base_says_it_measures_nothing(
+    sliced_fix: Path, pytester: pytest.Pytester
+) -> None:
+    """Asked for by name, coverage that cannot run is said so, not silently left out."""
+    (sliced_fix / "gates.yaml").write_text(
+        f"gates:\n  - id: negative\n    check: {PY} -m pytest -q -p no:cacheprovider {NEGATIVE}\n"
+    )
+    alone = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-only",
+        "--vgate-coverage", "on", *LEAN,
+    )  # fmt: skip
+    assert alone.ret == 0, alone.stdout.str()
+    said = "vgate: --vgate-coverage on measures nothing without --vgate-base"
+    assert said in alone.stdout.str()
+    based = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-only",
+        "--vgate-coverage", "on", "--vgate-base", "HEAD~1", *LEAN,
+    )  # fmt: skip
+    assert said not in based.stdout.str()

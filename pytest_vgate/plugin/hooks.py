@@ -248,6 +248,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         for tree in trees.trees.values():
             carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
             lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}, {carried}) at {tree.path}")
+    if res.settings.coverage == "on" and res.settings.base is None:
+        lines.append(
+            "vgate: --vgate-coverage on measures nothing without --vgate-base: there is no "
+            "change to measure the runs against"
+        )
     if not is_worker(config) and not config.option.collectonly:  # the probe runs Python
         from pytest_vgate.plugin.header import origin_lines
 
