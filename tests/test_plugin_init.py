@@ -208,6 +208,25 @@ def test_init_with_nothing_to_gate_writes_nothing(
     result.stdout.fnmatch_lines(["*1 test file changed since HEAD, but no test function*"])
 
 
+def test_init_names_changed_test_data_when_no_test_changed(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    """tomli 9e56735: the fix's new cases are .toml files a parametrized test reads."""
+    cases = bugfix.root / "tests" / "data" / "invalid"
+    cases.mkdir(parents=True)
+    for name in ("extend-defined-aot", "extend-defined-table"):
+        (cases / f"{name}.toml").write_text("a.b = 1\n[a]\n")
+    result = init(pytester, "HEAD")
+    assert result.ret == 5
+    result.stdout.fnmatch_lines(
+        [
+            "*no test file changed since HEAD (*), but 2 other files under test folders did "
+            "(tests/data/invalid/extend-defined-aot.toml, tests/data/invalid/"
+            "extend-defined-table.toml): *write its gate by hand*; no gates file written"
+        ]
+    )
+
+
 def test_init_reports_a_bad_base_and_a_broken_test_module(
     pytester: pytest.Pytester, bugfix: BugFixRepo
 ) -> None:

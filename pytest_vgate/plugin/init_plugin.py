@@ -54,8 +54,8 @@ def run_init(config: pytest.Config) -> int:
         test_files = [p for p in change.files if is_test_file(p, patterns) and _inside(p, root)]
         if not test_files:
             tw.line(
-                f"vgate-init: no test file changed since {base} ({change.sha[:12]}); "
-                "no gates file written"
+                f"vgate-init: no test file changed since {base} ({change.sha[:12]})"
+                f"{_test_data_note(change.files, root)}; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
         collected, errors = collect_tests(config, test_files)
@@ -91,6 +91,28 @@ def run_init(config: pytest.Config) -> int:
     tw.write(text)
     tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
     return int(pytest.ExitCode.OK)
+
+
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def _test_data_note(files: list[str], root: Path) -> str:
+    """A data-driven test's new cases are files its folder gained (tomli's
+    tests/data/**/*.toml): name them, since no test function changed to gate."""
+    top = Path(os.path.realpath(root))
+    data = []
+    for path in files:
+        real = Path(os.path.realpath(path))
+        if top in real.parents and _TEST_FOLDERS.intersection(real.relative_to(top).parts[:-1]):
+            data.append(real.relative_to(top).as_posix())
+    if not data:
+        return ""
+    shown = ", ".join(data[:3]) + (f" and {len(data) - 3} more" if len(data) > 3 else "")
+    return (
+        f", but {_count(len(data), 'other file')} under test folders did ({shown}): a test "
+        "that reads them (parametrized over data files) has no changed lines to find; "
+        "write its gate by hand with those files in `overlay`"
+    )
 
 
 def _count(n: int, noun: str) -> str:
