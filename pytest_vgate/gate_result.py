@@ -338,7 +338,7 @@ def format_report(result: GateResult) -> str:
         if text.strip():
             lines.append(f"--- {name} ({total} bytes, last {TAIL_LINES} lines) ---")
             lines.append(_tail(text))
-    lines.extend(explain(result.rbg, gate, result.base_verdict))
+    lines.extend(explain(result.rbg, gate, result.base_verdict, result.rbg_reason))
     return "\n".join(lines)
 
 

@@ -24,6 +24,8 @@ _DECISIVE = re.compile(
 )
 _IMPORT = re.compile(r"(ModuleNotFoundError|ImportError)\b.*?(?:named|name)\s+'([^']+)'")
 _QUIET = {"proven", "regression", "unproven"}  # statuses that need no base explanation
+# How a never-red reason says the base ran an older version of the check's test file.
+BASE_RAN_ITS_OWN = "the base ran its own version of"
 
 
 def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> list[str]:
@@ -38,10 +40,15 @@ def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> lis
     return [clip(r, 299) for r in picked[-limit:]]
 
 
-def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:
-    """One sentence: what to change so the gate can be proven."""
+def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str], reason: str = "") -> str:
+    """One sentence: what to change so the gate can be proven (``reason``: the status's)."""
     text = "\n".join(lines)
     pytest_like = any("pytest" in part for part in gate.argv[:3])
+    if status == "never-red" and BASE_RAN_ITS_OWN in reason:
+        return (
+            "The base ran the old version of the test file the check names: carry the test "
+            "files onto the base with `overlay` so the red run runs the new test."
+        )
     if status == "never-red":
         return (
             "The check passes on the base too: make it test what the change fixed or added "
@@ -102,7 +109,7 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str]) -> str:
     return "See the base run's output above: it failed, but not as an answer to the change."
 
 
-def explain(status: str | None, gate: Gate, base: Verdict | None) -> list[str]:
+def explain(status: str | None, gate: Gate, base: Verdict | None, reason: str = "") -> list[str]:
     """The lines a failure report shows about the base run; none for a proven gate."""
     if base is None:
         return []
@@ -123,5 +130,5 @@ def explain(status: str | None, gate: Gate, base: Verdict | None) -> list[str]:
         lines.append("base output (decisive lines):")
         lines.extend(f"  {row}" for row in decisive)
     if status and status not in _QUIET:
-        lines.append(f"what to do: {advice(status, gate, base, decisive)}")
+        lines.append(f"what to do: {advice(status, gate, base, decisive, reason)}")
     return lines

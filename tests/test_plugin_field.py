@@ -197,3 +197,28 @@ def test_coverage_on_without_a_base_says_it_measures_nothing(
         "--vgate-coverage", "on", "--vgate-base", "HEAD~1", *LEAN,
     )  # fmt: skip
     assert said not in based.stdout.str()
+
+
+def test_never_red_because_the_base_ran_the_old_test_file_says_so(
+    run_vgate, sliced_fix: Path, pytester: pytest.Pytester
+) -> None:
+    """`-k SlicedTests` without overlay: 1 test passed on the base, 2 here. The advice to
+    "make it test what the change fixed" was wrong: it does; the base ran the old file."""
+    (sliced_fix / "gates.yaml").write_text(
+        textwrap.dedent(f"""\
+            gates:
+              - id: class
+                check: {PY} -m pytest -q -p no:cacheprovider tests/test_slicing.py -k SlicedTests
+            """)
+    )
+    report = pytester.path / "report.json"
+    result, cases = run_vgate(
+        "--vgate", "gates.yaml", "--vgate-base", "HEAD~1", "--vgate-only",
+        "--vgate-report", str(report), *LEAN,
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    assert cases["class"]["vgate_rbg"] == "never-red", cases
+    (gate,) = read_report(report)["gates"]
+    assert "the base ran its own version of tests/test_slicing.py" in gate["rbg_reason"]
+    assert "`overlay: [tests/test_slicing.py]`" in gate["rbg_reason"]
+    assert "what to do: The base ran the old version of the test file" in result.stdout.str()
