@@ -76,9 +76,28 @@ def test_init_then_base_proves_the_new_test(
             "overlay": ["tests/test_fix.py"],
         }
     ]
+    assert "note: no Python file outside these tests changed" not in out
     proof, report = prove(pytester, "gates.yaml", bugfix.bug_sha, *dist_args)
     assert proof.ret == 0, proof.stdout.str()
     assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add", "proven")]  # type: ignore[index]
+
+
+def test_init_on_a_change_to_tests_only_says_its_gates_cannot_be_red(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    """more-itertools 5c715d8 ("close the last coverage gaps") changed only tests: every
+    gate --vgate-init wrote came out never-red, with no word before."""
+    bugfix.fix_test.write_text(
+        bugfix.fix_test.read_text() + "\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"
+    )
+    result = init(pytester, "HEAD")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["vgate-init: note: no Python file outside these tests changed since HEAD: *never-red*"]
+    )
+    proof, report = prove(pytester, "gates.yaml", "HEAD")
+    assert proof.ret == 1, proof.stdout.str()
+    assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add_zero", "never-red")]  # type: ignore[index]
 
 
 def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(

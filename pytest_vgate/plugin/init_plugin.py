@@ -90,7 +90,19 @@ def run_init(config: pytest.Config) -> int:
     )
     tw.write(text)
     tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
+    if not _code_outside(change.files, overlay):
+        tw.line(
+            f"vgate-init: note: no Python file outside these tests changed since {base}: on "
+            "the base they run against the same code, so they cannot be red there (never-red); "
+            "a test that only guards behaviour belongs in a gate with `red: not-required`"
+        )
     return int(pytest.ExitCode.OK)
+
+
+def _code_outside(files: list[str], overlay: list[str]) -> bool:
+    """Whether the change touches Python code the overlay does not carry (a fix to prove)."""
+    carried = set(overlay)
+    return any(p.endswith((".py", ".pyw")) and p not in carried for p in files)
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
