@@ -76,7 +76,7 @@ def test_init_then_base_proves_the_new_test(
             "overlay": ["tests/test_fix.py"],
         }
     ]
-    assert "note: no Python file outside these tests changed" not in out
+    assert "vgate-init: note:" not in out
     proof, report = prove(pytester, "gates.yaml", bugfix.bug_sha, *dist_args)
     assert proof.ret == 0, proof.stdout.str()
     assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add", "proven")]  # type: ignore[index]
@@ -93,11 +93,19 @@ def test_init_on_a_change_to_tests_only_says_its_gates_cannot_be_red(
     result = init(pytester, "HEAD")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
-        ["vgate-init: note: no Python file outside these tests changed since HEAD: *never-red*"]
+        ["vgate-init: note: nothing outside these tests changed since HEAD: *never-red*"]
     )
     proof, report = prove(pytester, "gates.yaml", "HEAD")
     assert proof.ret == 1, proof.stdout.str()
     assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add_zero", "never-red")]  # type: ignore[index]
+    (bugfix.root / "NOTES.txt").write_text("a note\n")
+    result = init(pytester, "HEAD", "--vgate-init-force")
+    result.stdout.fnmatch_lines(
+        [
+            "vgate-init: note: outside these tests only files that are not Python changed "
+            "since HEAD (NOTES.txt): unless the tests read them, *never-red*"
+        ]
+    )
 
 
 def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(

@@ -90,19 +90,37 @@ def run_init(config: pytest.Config) -> int:
     )
     tw.write(text)
     tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
-    if not _code_outside(change.files, overlay):
-        tw.line(
-            f"vgate-init: note: no Python file outside these tests changed since {base}: on "
-            "the base they run against the same code, so they cannot be red there (never-red); "
-            "a test that only guards behaviour belongs in a gate with `red: not-required`"
-        )
+    written = os.path.realpath(out)  # an earlier run's gates file is not the change
+    changed = [p for p in change.files if os.path.realpath(p) != written]
+    note = _tests_only_note(changed, overlay, root, base)
+    if note:
+        tw.line(note)
     return int(pytest.ExitCode.OK)
 
 
-def _code_outside(files: list[str], overlay: list[str]) -> bool:
-    """Whether the change touches Python code the overlay does not carry (a fix to prove)."""
+def _tests_only_note(files: list[str], overlay: list[str], root: Path, base: str) -> str:
+    """A change the overlay carries whole (tests only) leaves the base running the same
+    code: its gates cannot be red there. "" when Python code outside the overlay changed."""
     carried = set(overlay)
-    return any(p.endswith((".py", ".pyw")) and p not in carried for p in files)
+    outside = [p for p in files if p not in carried]
+    if any(p.endswith((".py", ".pyw")) for p in outside):
+        return ""
+    head = "vgate-init: note: "
+    if outside:
+        top = Path(os.path.realpath(root))
+        names = ", ".join(_shown(Path(p), top) for p in outside[:3])
+        more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
+        head += (
+            f"outside these tests only files that are not Python changed since {base} "
+            f"({names}{more}): unless the tests read them, "
+        )
+    else:
+        head += f"nothing outside these tests changed since {base}: "
+    return (
+        head + "the tests run against the same code on the base, so they cannot be red there "
+        "(never-red); a test that only guards behaviour belongs in a gate with "
+        "`red: not-required`"
+    )
 
 
 _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
