@@ -55,6 +55,16 @@ def test_a_guard_inserted_into_a_function_is_reached_by_running_that_function() 
     assert anchors(head) == {line_of(BASE, "return takewhile")}
 
 
+def test_a_docstring_edited_elsewhere_leaves_the_anchor_as_it_is() -> None:
+    """Only executable inserted lines place the insertion: the module's docstring, not
+    code, changed too."""
+    head = BASE.replace('"""Slicing helpers."""', '"""Slicing helpers, fixed."""').replace(
+        '    """Yield slices of length n from seq."""\n',
+        '    """Yield slices of length n from seq."""\n' + GUARD,
+    )
+    assert anchors(head) == {line_of(BASE, "return takewhile")}
+
+
 @pytest.mark.parametrize(
     ("old", "new", "needle"),
     [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,9 +91,6 @@ def _read(path: Path) -> str | None:
         return None
 
 
-Opcodes = Sequence[tuple[str, int, int, int, int]]
-
-
 def _map(changed: set[int], text: str) -> frozenset[int]:
     return _map_parsed(changed, executable_lines(text))
 
@@ -127,10 +124,9 @@ def _compare(
     if head_text is None:
         return _map(set(range(1, base_text.count("\n") + 2)), base_text), frozenset(), None
     a, b = base_text.splitlines(), head_text.splitlines()
-    opcodes: Opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     base_lines: set[int] = set()
     head_lines: set[int] = set()
-    for tag, i1, i2, j1, j2 in opcodes:
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):
             base_lines.update(range(i1 + 1, i2 + 1))
         if tag in ("replace", "insert"):
@@ -140,7 +136,7 @@ def _compare(
     head_side = _map(head_lines, head_text)
     anchors = None
     if head_side and not base_side and base_parsed is not None:
-        anchors = insertion_anchors(base_text, head_text, base_parsed[0], opcodes)
+        anchors = insertion_anchors(base_text, head_text, base_parsed[0], head_side)
     return base_side, head_side, anchors
 
 

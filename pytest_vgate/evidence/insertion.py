@@ -11,21 +11,17 @@ executing the file: its test fails on the base because the feature is missing.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def insertion_anchors(
-    base_text: str,
-    head_text: str,
-    statements: frozenset[int],
-    opcodes: Sequence[tuple[str, int, int, int, int]],
+    base_text: str, head_text: str, statements: frozenset[int], inserted: frozenset[int]
 ) -> frozenset[int] | None:
     """The base-side statements (of ``statements``, the base's executable lines) of the
-    functions a pure insertion went into; ``opcodes``: difflib's, base lines to head lines.
+    functions the head's ``inserted`` executable lines went into.
 
-    None when some inserted code is not inside a function that exists on both sides (a
+    None when some inserted line is inside no function that exists on both sides (a
     new definition, module or class level), when a function's name is not unique, or when
     a side does not parse: then executing the file is what reaches the change.
     """
@@ -36,26 +32,17 @@ def insertion_anchors(
         return None
     if base_functions is None or head_functions is None:
         return None
-    head = head_text.splitlines()
     anchors: set[int] = set()
-    for tag, _i1, _i2, j1, j2 in opcodes:
-        if tag == "equal":
-            continue
-        code = [n for n in range(j1 + 1, j2 + 1) if _is_code(head[n - 1])]
-        if not code:
-            continue
-        owner = _innermost(head_functions, code[0], code[-1])
-        if owner is None or owner not in base_functions:
+    for line in sorted(inserted):
+        # The innermost function around the line that the base has too: a new helper
+        # nested in an existing method is reached by running that method.
+        owner = next((f for f in _around(head_functions, line) if f in base_functions), None)
+        if owner is None:
             return None
         function = base_functions[owner]
         body = range(function.body[0].lineno, (function.end_lineno or 0) + 1)
         anchors.update(n for n in statements if n in body)
     return frozenset(anchors) or None
-
-
-def _is_code(line: str) -> bool:
-    text = line.strip()
-    return bool(text) and not text.startswith("#")
 
 
 def _functions(tree: ast.Module) -> dict[str, _Function] | None:
@@ -81,11 +68,11 @@ def _functions(tree: ast.Module) -> dict[str, _Function] | None:
     return None if twice else found
 
 
-def _innermost(functions: dict[str, _Function], first: int, last: int) -> str | None:
-    """The innermost function whose body holds lines ``first`` to ``last``."""
-    best: tuple[int, str] | None = None
-    for name, node in functions.items():
-        start, end = node.body[0].lineno, node.end_lineno or 0
-        if start <= first and last <= end and (best is None or start > best[0]):
-            best = (start, name)
-    return best[1] if best else None
+def _around(functions: dict[str, _Function], line: int) -> list[str]:
+    """The functions whose body holds ``line``, innermost first."""
+    holding = [
+        (node.body[0].lineno, name)
+        for name, node in functions.items()
+        if node.body[0].lineno <= line <= (node.end_lineno or 0)
+    ]
+    return [name for _, name in sorted(holding, reverse=True)]
