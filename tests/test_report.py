@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
 import pytest
 from helpers.report import report_errors
 
-from pytest_vgate.payload import Payload, decode_payload
-from pytest_vgate.report import REPORT_VERSION, build_report, check_targets
+from pytest_vgate.evidence.reach import CoverageStatus
+from pytest_vgate.payload import (
+    CitationDocumentPayload,
+    CitationPayload,
+    Payload,
+    decode_payload,
+)
+from pytest_vgate.report import GATE_FIELDS, REPORT_VERSION, build_report, check_targets
 from pytest_vgate.spec import Gate, GateType
-from pytest_vgate.verdict import CitationStatus, Mode, Rbg
+from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 
 
 def _gate(gate_id: str, mode: str, *, ok: bool, rbg: str | None = None, **extra: object) -> Payload:
@@ -83,6 +90,26 @@ def test_the_schema_ships_in_the_package_and_rejects_a_wrong_report() -> None:
     assert report_errors({**good, "version": 1})
     assert report_errors({**good, "gates": [{**good["gates"][0], "mode": "passed"}]})
     assert report_errors({k: v for k, v in good.items() if k != "summary"})
+
+
+def test_the_schema_describes_every_field_the_report_writes() -> None:
+    """Drift check on the real lists: a field ``report.py`` writes that the schema does not
+    name is one no consumer can rely on, and each closed vocabulary is its enum's values."""
+    schema = json.loads(resources.files("pytest_vgate").joinpath("report.schema.json").read_text())
+    defs = schema["$defs"]
+    gate = defs["gate"]["properties"]
+    assert set(gate) == {*GATE_FIELDS, "kind"}
+    written = {f.name for f in fields(CitationPayload)} - {"kind"}
+    assert set(defs["citation"]["properties"]) == written
+    documents = schema["properties"]["citation_documents"]["items"]["properties"]
+    assert set(documents) == {f.name for f in fields(CitationDocumentPayload)} - {"kind"}
+    assert defs["mode"]["enum"] == [m.value for m in Mode]
+    causes = [*(c.value for c in Cause), None]
+    assert gate["cause"]["enum"] == defs["citation"]["properties"]["cause"]["enum"] == causes
+    assert documents["cause"]["enum"] == causes
+    assert gate["rbg"]["enum"] == [*(r.value for r in Rbg), None]
+    assert gate["coverage"]["properties"]["status"]["enum"] == [s.value for s in CoverageStatus]
+    assert defs["citation"]["properties"]["status"]["enum"] == [s.value for s in CitationStatus]
 
 
 def test_check_targets_name_the_files_a_check_names(tmp_path: Path) -> None:
