@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import configparser
 import json
+import os
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -19,20 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
 SCHEMA = "gates.schema.json"
-OPTIONS = [
-    "--vgate",
-    "--vgate-base",
-    "--vgate-require-red",
-    "--vgate-strict",
-    "--vgate-timeout",
-    "--vgate-ledger",
-    "--vgate-report",
-    "--vgate-fix",
-    "--vgate-cite",
-    "--vgate-sarif",
-    "--vgate-github",
-    "--vgate-only",
-]
+# One-shot commands: no ini twin (docs/options.md says so).
+NO_INI_TWIN = {"--vgate-init", "--vgate-init-out", "--vgate-init-force"}
+OPTION_WORD = re.compile(r"(?<![\w#/-])--(?:no-)?vgate(?:-[a-z]+)*")
 
 
 def as_json(data: object) -> object:
@@ -44,21 +36,100 @@ def _text(name: str) -> str:
     return (DOCS / name).read_text(encoding="utf-8")
 
 
-def test_every_option_and_ini_twin_is_documented_and_in_help() -> None:
+@pytest.fixture(scope="module")
+def registered() -> tuple[dict[str, str], dict[str, str]]:
+    """The options and ini keys pytest-vgate really registers, with their help texts, as
+    the ``--help`` of a real pytest shows them: ``({"--vgate-x": help}, {"vgate_x": help})``."""
+    env = {**os.environ, "COLUMNS": "400"}
+    env.pop("PYTEST_ADDOPTS", None)
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:randomly"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env=env,
+    ).stdout  # fmt: skip
+    options: dict[str, str] = {}
+    inis: dict[str, str] = {}
+    group = shown.split("verification gates (pytest-vgate):\n", 1)[1].split("\n\n", 1)[0]
+    last = ""
+    for line in group.splitlines():
+        found = re.match(r"  (--[\w-]+)(?:[= ]\S+)?(?:\s{2,}(.*))?$", line)
+        if found:
+            last = found[1]
+            options[last] = found[2] or ""
+        else:
+            options[last] += " " + line.strip()
+    for found in re.finditer(r"^  (vgate\w*) \((\w+)\):\s*(.*)\n(?:\s{6,}(\S.*)\n)?", shown, re.M):
+        inis[found[1]] = f"{found[3]} {found[4] or ''}".strip()
+    return options, inis
+
+
+def test_every_registered_option_has_help_an_ini_twin_and_a_docs_row(
+    registered: tuple[dict[str, str], dict[str, str]],
+) -> None:
+    """Read from the real registry (``pytest --help``), so a new option cannot skip docs."""
+    options, inis = registered
+    assert "--vgate" in options and "vgate" in inis
     page = _text("options.md")
-    help_text = subprocess.run(
-        [sys.executable, "-m", "pytest", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    ).stdout
-    for option in OPTIONS:
-        ini = option.lstrip("-").replace("-", "_")
-        assert f"`{option}" in page, option
-        assert f"`{ini}`" in page, ini
-        assert option in help_text, option
-        assert f"{ini} " in help_text, ini
+    for option, text in options.items():
+        assert len(text.split()) >= 4, f"{option} has no useful --help text: {text!r}"
+        assert f"`{option}" in page, f"{option} is not in docs/options.md"
+        twin = option.removeprefix("--no-").removeprefix("--").replace("-", "_")
+        if option in NO_INI_TWIN:
+            assert twin not in inis, twin
+            assert option in page.split("no ini twins")[0].rsplit("\n\n", 1)[-1], option
+            continue
+        assert twin in inis, f"{option} has no ini twin {twin}"
+    for ini, text in inis.items():
+        assert len(text.split()) >= 4, f"ini {ini} has no useful help text: {text!r}"
+        assert f"`{ini}`" in page, f"ini key {ini} is not in docs/options.md"
+        assert "--" + ini.replace("_", "-") in options, f"ini key {ini} has no option"
+
+
+def test_every_option_the_docs_name_is_registered(
+    registered: tuple[dict[str, str], dict[str, str]],
+) -> None:
+    """The reverse: a renamed or removed option leaves no stale mention in the docs."""
+    options, _ = registered
+    named = {
+        (page.name, word)
+        for page in [*PAGES, ROOT / "CHANGELOG.md"]
+        for word in OPTION_WORD.findall(page.read_text(encoding="utf-8"))
+    }
+    assert not {(page, word) for page, word in named if word not in options}
+
+
+INI_BLOCKS = [
+    (page, line, text) for page in PAGES for line, valid, text in fenced_blocks(page, "ini") if valid
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "text"), INI_BLOCKS, ids=[f"{b[0].name}:{b[1]}" for b in INI_BLOCKS]
+)
+def test_documented_ini_files_run(
+    pytester: pytest.Pytester,
+    registered: tuple[dict[str, str], dict[str, str]],
+    page: Path,
+    line: int,
+    text: str,
+) -> None:
+    """An ini example is a real ``pytest.ini``: its vgate keys are registered, pytest takes
+    it without a config warning, and a plain ``pytest`` then runs the gates it names."""
+    parsed = configparser.ConfigParser()
+    parsed.read_string(text)
+    keys = [key for key in parsed["pytest"] if key.startswith("vgate")]
+    assert keys and set(keys) <= set(registered[1]), f"{page.name}:{line}: {keys}"
+    (pytester.path / "pytest.ini").write_text(text, encoding="utf-8")
+    pytester.makefile(".yaml", gates="gates:\n  - id: ok\n    check: python -c pass\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rA", "-W", "error::pytest.PytestConfigWarning"
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["PASSED gates.yaml::ok"])
+    report = parsed["pytest"].get("vgate_report")
+    assert report is None or (pytester.path / report).is_file()
+    plain = "PASSED test_plain.py::test_plain" in result.stdout.str()
+    assert plain is not parsed["pytest"].getboolean("vgate_only", False)
 
 
 def test_every_gates_file_key_is_documented() -> None:
