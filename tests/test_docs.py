@@ -98,7 +98,10 @@ def test_every_option_the_docs_name_is_registered(
 
 
 INI_BLOCKS = [
-    (page, line, text) for page in PAGES for line, valid, text in fenced_blocks(page, "ini") if valid
+    (page, line, text)
+    for page in PAGES
+    for line, valid, text in fenced_blocks(page, "ini")
+    if valid
 ]
 
 
