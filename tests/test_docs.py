@@ -15,7 +15,14 @@ import pytest
 import yaml
 from helpers.docs_examples import fenced_blocks, materialise, yaml_blocks
 
-from pytest_vgate.spec import ALIASES, DEFAULT_KEYS, GATE_KEYS, TOP_LEVEL_KEYS, load_gates_file
+from pytest_vgate.spec import (
+    ALIASES,
+    DEFAULT_KEYS,
+    GATE_KEYS,
+    TOP_LEVEL_KEYS,
+    GatesFileError,
+    load_gates_file,
+)
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,6 +188,32 @@ def test_documented_gates_files_load_and_match_the_schema(
     if valid:
         assert not errors, errors
         load_gates_file(path)
+
+
+INVALID_BLOCKS = [
+    (page, line, text)
+    for page in PAGES
+    for line, valid, text in yaml_blocks(page)
+    if not valid and " # " in text
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "text"), INVALID_BLOCKS, ids=[f"{b[0].name}:{b[1]}" for b in INVALID_BLOCKS]
+)
+def test_documented_errors_are_the_errors_the_loader_gives(
+    tmp_path: Path, page: Path, line: int, text: str
+) -> None:
+    """A wrong example says, in its one comment, the error the loader reports: on that
+    line, with that text (the first problem only, as the page says)."""
+    rows = text.splitlines()
+    said = [(n, row.split(" # ", 1)[1].strip()) for n, row in enumerate(rows, 1) if " # " in row]
+    assert len(said) == 1, f"{page.name}:{line}: one comment, on the line the error names"
+    ((at, words),) = said
+    with pytest.raises(GatesFileError) as caught:
+        load_gates_file(materialise(tmp_path, text))
+    error = caught.value
+    assert (error.line, error.message[: len(words)]) == (at, words), f"{page.name}:{line}"
 
 
 @pytest.mark.parametrize("name", ["gates.yaml", "failure-modes.yaml"])

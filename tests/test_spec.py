@@ -11,6 +11,8 @@ import os
 import pickle
 import re
 import shlex
+import subprocess
+import sys
 import textwrap
 import time
 from datetime import date, datetime
@@ -1277,3 +1279,68 @@ def test_a_cwd_through_a_symlink_that_stays_inside_is_fine(tmp_path: Path) -> No
     assert gate.cwd == "link"
     gate = one_gate(tmp_path, "- id: a\n  check: make\n  cwd: sub/up/not-yet\n")
     assert gate.cwd == "sub/up/not-yet"
+
+
+# -- the first wrong value in file order is the one reported, whatever the hash seed ---------
+
+# One wrong value per key a gate may hold, each on its own line.
+WRONG_VALUES = {
+    "type": "[1]",
+    "claim": "[1]",
+    "check": "[1]",
+    "expect": "x",
+    "timeout": "x",
+    "cwd": "/abs",
+    "env": "x",
+    "tools": "x",
+    "red": "x",
+    "red_exit": "x",
+    "overlay": "x",
+    "inputs": "x",
+    "stale_at": "x",
+}
+WRONG_DEFAULTS = {key: WRONG_VALUES[key] for key in sorted(DEFAULT_KEYS)}
+
+
+def _rotations(keys: list[str]) -> list[list[str]]:
+    return [keys[index:] + keys[:index] for index in range(len(keys))]
+
+
+@pytest.mark.parametrize("keys", _rotations(sorted(WRONG_VALUES)), ids=lambda keys: keys[0])
+def test_a_gate_reports_its_first_wrong_value_in_file_order(
+    tmp_path: Path, keys: list[str]
+) -> None:
+    body = "".join(f"    {key}: {WRONG_VALUES[key]}\n" for key in keys)
+    path = write(tmp_path, "gates:\n  - id: many\n" + body)
+    with pytest.raises(GatesFileError) as caught:
+        load_gates_file(path)
+    assert (caught.value.line, caught.value.key) == (3, keys[0]), caught.value
+
+
+@pytest.mark.parametrize("keys", _rotations(sorted(WRONG_DEFAULTS)), ids=lambda keys: keys[0])
+def test_defaults_report_their_first_wrong_value_in_file_order(
+    tmp_path: Path, keys: list[str]
+) -> None:
+    body = "".join(f"  {key}: {WRONG_DEFAULTS[key]}\n" for key in keys)
+    path = write(tmp_path, "defaults:\n" + body + "gates:\n  - id: g\n    check: python -V\n")
+    with pytest.raises(GatesFileError) as caught:
+        load_gates_file(path)
+    assert (caught.value.line, caught.value.key) == (2, keys[0]), caught.value
+
+
+def test_the_error_reported_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """Key sets iterate in an order that changes with PYTHONHASHSEED; the loader's must not."""
+    path = write(tmp_path, "gates:\n  - id: g\n    expect: x\n    timeout: x\n    tools: x\n")
+    probe = (
+        "from pytest_vgate.spec import load_gates_file as f\n"
+        "try: f(%r)\nexcept Exception as e: print(e.key)"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", probe % str(path)],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in range(8)
+    }  # fmt: skip
+    assert keys == {"expect"}

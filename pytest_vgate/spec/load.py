@@ -262,7 +262,9 @@ def _parse_defaults(shown: Path | str, data: Any, line: int) -> dict[str, Any]:
     where = _Where(shown, data, line)
     gate_only = dict.fromkeys(GATE_KEYS - DEFAULT_KEYS, "it can only be set per gate. ")
     where.check_keys(DEFAULT_KEYS, "`defaults`", {**gate_only, **_alias_hints(gate_only)})
-    return {key: _COMMON[key](where, key) for key in DEFAULT_KEYS if key in data}
+    # In file order (a frozenset's order changes with the hash seed): the first wrong
+    # value in the file is the one reported, the same on every run.
+    return {key: _COMMON[key](where, key) for key in data if key in DEFAULT_KEYS}
 
 
 _COMMON: dict[str, Any] = {
@@ -365,32 +367,45 @@ def _build_gate(
             "id",
             "this gate has no `id`; add `id: <name>` (letters, digits, `.`, `_`, `-`)",
         )
-    try:
-        gate_id = values.gate_id(data["id"])
-    except values.BadValue as exc:
-        where.bad_value("id", exc)
+    # Every value in file order, so the first wrong one in the file is the one reported
+    # (the same on every run); rules that join keys (the kind's keys) come after.
+    kind = _kind_hint(data, given)
+    own: dict[str, Any] = {}
+    claim = check = ""
+    argv: tuple[str, ...] = ()
+    gate_type = GateType.COMMAND
+    parsed: dict[str, Any] = {}
+    for key in data:
+        canonical = _SAME_VALUE.get(key, key)
+        if canonical == "id":
+            try:
+                parsed["id"] = values.gate_id(data["id"])
+            except values.BadValue as exc:
+                where.bad_value("id", exc)
+        elif canonical in _COMMON:
+            own[canonical] = _COMMON[canonical](where, key)
+        elif canonical == "type":
+            gate_type = _enum(where, key, GateType)
+        elif canonical == "claim":
+            claim = _text(where, key)
+        elif canonical == "check":
+            check = _text(where, key)
+            if kind is not None and kind.runs_argv:
+                try:
+                    argv = values.argv(key, check)
+                except values.BadValue as exc:
+                    where.bad_value(key, exc)
+        elif canonical in _LIST_RULES:
+            parsed[canonical] = where.parse(key, _LIST_RULES[canonical])
+    gate_id = parsed["id"]
     common = defaults
     env = defaults.get("env") or _NO_ENV
-    if not DEFAULT_KEYS.isdisjoint(data):  # keys of its own that `defaults` may also give
-        own = {key: _COMMON[key](where, key) for key in DEFAULT_KEYS if key in data}
+    if own:  # keys of its own that `defaults` may also give
         if "cwd" in own:
             _check_cwd(shown, root, own["cwd"], where.value_line("cwd"), "cwd")
         common = {**defaults, **own}
         env = _merge_env(defaults.get("env"), own.get("env"))
-    gate_type = _enum(where, given["type"], GateType) if "type" in given else GateType.COMMAND
-    claim = _text(where, given["claim"]) if "claim" in given else ""
-    check_key = given.get("check", "check")
-    check = _text(where, check_key) if check_key in data else ""
     kind = kind_of(gate_type)
-    argv: tuple[str, ...] = ()
-    if kind.runs_argv and check_key in data:
-        try:
-            argv = values.argv(check_key, check)
-        except values.BadValue as exc:
-            where.bad_value(check_key, exc)
-    verifiers: tuple[str, ...] = ()
-    if "verifiers" in given:
-        verifiers = where.parse(given["verifiers"], values.verifier_refs)
     _check_kind_keys(where, kind, given)
     return _new_gate(
         {
@@ -405,18 +420,40 @@ def _build_gate(
             "env": env,
             "tools": common.get("tools", ()),
             "red": common.get("red", RedPolicy.REQUIRED),
-            "red_exit": (
-                where.parse("red_exit", values.exit_codes) if "red_exit" in data else None
-            ),
-            "overlay": where.parse("overlay", values.rel_paths) if "overlay" in data else (),
-            "inputs": where.parse("inputs", values.rel_paths) if "inputs" in data else (),
-            "stale_at": where.parse("stale_at", values.stale_at) if "stale_at" in data else None,
-            "verifiers": verifiers,
+            "red_exit": parsed.get("red_exit"),
+            "overlay": parsed.get("overlay", ()),
+            "inputs": parsed.get("inputs", ()),
+            "stale_at": parsed.get("stale_at"),
+            "verifiers": parsed.get("verifiers", ()),
             "root": root,
             "source": source,
             "line": where.line,
         }
     )
+
+
+# Keys no `defaults` gives, with their value rule (``verifier`` arrives as ``verifiers``).
+_LIST_RULES: dict[str, Any] = {
+    "red_exit": values.exit_codes,
+    "overlay": values.rel_paths,
+    "inputs": values.rel_paths,
+    "stale_at": values.stale_at,
+    "verifiers": values.verifier_refs,
+}
+
+
+_TYPES = frozenset(member.value for member in GateType)
+
+
+def _kind_hint(data: Mapping[str, Any], given: Mapping[str, str]) -> GateKind | None:
+    """The gate's kind, read ahead so that ``check`` is split where it stands in the file;
+    None when ``type`` is wrong (the loop reports it at its own line)."""
+    if "type" not in given:
+        return kind_of(GateType.COMMAND)
+    value = data[given["type"]]
+    if isinstance(value, str) and value in _TYPES:
+        return kind_of(GateType(value))
+    return None
 
 
 def _text(where: _Where, key: str) -> str:
