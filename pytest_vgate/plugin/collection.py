@@ -10,19 +10,73 @@ deselects (``-k``, ``-m``, ``--deselect`` and ``--lf`` then work on them as on a
 
 A gates file the user names as an argument (``pytest gates.yaml::some-gate``) is collected
 by pytest as usual, so node-id selection keeps working.
+
+``--lf`` drops, while it collects a file that failed before, the items that passed then,
+without deselecting them: a gate or verifier would vanish without a word (and through
+``PYTEST_ADDOPTS``, unseen). ``KeepItems`` puts ours back, so that ``--lf`` deselects them
+like any other item and the summary lists them as not run.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
-from pytest_vgate.plugin.citation_items import CitationDocumentNode
-from pytest_vgate.plugin.items import GatesFileNode
+from pytest_vgate.plugin.citation_items import (
+    CitationDocumentItem,
+    CitationDocumentNode,
+    CitationItem,
+)
+from pytest_vgate.plugin.items import GatesFileNode, VgateItem
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.settings import Settings
+
+_MADE = pytest.StashKey[list[pytest.Item | pytest.Collector]]()
+_OURS = (VgateItem, CitationItem, CitationDocumentItem)
+KEEP_ITEMS = "vgate-keep-items"
+
+
+class _NoteItems:
+    """The innermost wrapper: notes what a file collected, before anything drops a part."""
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        report = yield
+        if isinstance(collector, pytest.File) and report.passed:
+            collector.stash[_MADE] = list(report.result)
+        return report
+
+
+class KeepItems:
+    """The outermost wrapper: puts back the gate, verifier and citation items a wrapper in
+    between (``--lf``) dropped, where they were; other items stay as that wrapper left them.
+    """
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        report = yield
+        made = collector.stash.get(_MADE, None)
+        if made is None:
+            return report
+        del collector.stash[_MADE]
+        if report.passed and len(report.result) != len(made):
+            kept = {id(node) for node in report.result}
+            report.result[:] = [n for n in made if id(n) in kept or isinstance(n, _OURS)]
+        return report
+
+
+def keep_items(config: pytest.Config) -> None:
+    """Register both wrappers of ``KeepItems`` once per session."""
+    if not config.pluginmanager.has_plugin(KEEP_ITEMS):
+        config.pluginmanager.register(KeepItems(), KEEP_ITEMS)
+        config.pluginmanager.register(_NoteItems(), f"{KEEP_ITEMS}-note")
 
 
 def restrict_args(config: pytest.Config, settings: Settings) -> None:

@@ -36,7 +36,11 @@ from pytest_vgate.verdict import Mode
 SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
 SOURCE_MARKS = "vgate_source_marks"
-DESELECTING_OPTIONS = ("-k", "-m", "--deselect")
+# --lf and --sw deselect what passed before: through PYTEST_ADDOPTS a gate would go unrun.
+DESELECTING_OPTIONS = (
+    "-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise", "--sw-skip",
+    "--stepwise-skip",
+)  # fmt: skip
 NEVER_RAN = "never ran: no report of its run reached pytest-vgate (a hook or pytest.exit)"
 
 

@@ -64,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
                     "device); it is not read: name a gates file or a document"
                 )
         _collection.restrict_args(config, settings)
+        _collection.keep_items(config)
         loaded = _load_quietly(res)
         gcfreeze.start(config)  # thousands of gates: the GC need not walk them again
     config.pluginmanager.register(
