@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_vgate.plugin.options import OPTIONS
+
 GATES = "gates:\n  - id: ok\n    check: python -c pass\n"
 
 
@@ -39,3 +41,44 @@ def test_the_command_line_wins_over_a_bad_ini_value(pytester: pytest.Pytester) -
         "-p", "no:cacheprovider", "gates.yaml", "--vgate", "gates.yaml", "--vgate-timeout", "86400"
     )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+
+
+INI_FLAGS = [o.dest for o in OPTIONS if o.ini and o.kind == "flag"]
+
+
+@pytest.mark.parametrize("name", INI_FLAGS)
+def test_a_bad_ini_flag_names_the_key_and_the_ini_file(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    """Every flag's ini twin, from the real registry: a value that is not a boolean is a
+    usage error naming the key and the file, not pytest's bare "invalid truth value"."""
+    pytester.makefile(".yaml", gates=GATES)
+    ini = pytester.makeini(f"[pytest]\nvgate = gates.yaml\n{name} = maybe\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        [f"ERROR: pytest-vgate: {name} in {ini} must be true or false, not 'maybe'*"]
+    )
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize(("name", "value"), [("vgate_repeat", "many"), ("vgate_coverage", "x")])
+def test_a_bad_ini_value_names_the_ini_file(
+    pytester: pytest.Pytester, name: str, value: str
+) -> None:
+    pytester.makefile(".yaml", gates=GATES)
+    ini = pytester.makeini(f"[pytest]\nvgate = gates.yaml\n{name} = {value}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"ERROR: pytest-vgate: {name} in {ini} must be *{value!r}*"])
+
+
+def test_a_bad_command_line_repeat_names_the_command_line(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", gates=GATES)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-repeat", "0"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        ["ERROR: pytest-vgate: --vgate-repeat (command line) must be a whole number *'0'*"]
+    )

@@ -133,12 +133,29 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def given_options(config: pytest.Config) -> list[str]:
-    """The vgate options this session was given, on the command line or in the ini file."""
+    """The vgate options this session was given, on the command line or in the ini file.
+
+    Reads every ini twin, once per session and first: a flag whose value is not a boolean
+    is a usage error here, naming the key and the file.
+    """
     found = [o.dest for o in OPTIONS if config.getoption(o.dest, None) is not None]
     for option in OPTIONS:
         if not option.ini or option.dest in found:
             continue
-        value = config.getini(option.dest)
+        value = ini_value(config, option.dest)
         if value not in ("", [], None, False):
             found.append(option.dest)
     return found
+
+
+def ini_value(config: pytest.Config, name: str) -> object:
+    """``config.getini(name)``; a value its type refuses names the key and the ini file
+    (pytest alone says "invalid truth value 'x'", or raises ValueError before pytest 9)."""
+    try:
+        return config.getini(name)
+    except (ValueError, pytest.UsageError):
+        raw = str(config.inicfg.get(name, "")).strip()
+        raise pytest.UsageError(
+            f"pytest-vgate: {name} in {config.inipath or 'the ini file'} must be true or "
+            f"false, not {raw[:40]!r}"
+        ) from None

@@ -144,12 +144,19 @@ def _require_red(config: pytest.Config, base: str | None) -> bool:
     return base is not None
 
 
+def _where(config: pytest.Config, name: str) -> str:
+    """Where a value came from, for its usage error: the command line or the ini file."""
+    if config.getoption(name) is not None:
+        return f"--{name.replace('_', '-')} (command line)"
+    return f"{name} in {config.inipath or 'the ini file'}"
+
+
 def _coverage(config: pytest.Config) -> str:
     value = (_value(config, "vgate_coverage") or "auto").strip().lower()
     if value not in COVERAGE_CHOICES:
         raise pytest.UsageError(
-            f"--vgate-coverage / vgate_coverage must be one of {', '.join(COVERAGE_CHOICES)}, "
-            f"not {value!r}"
+            f"pytest-vgate: {_where(config, 'vgate_coverage')} must be one of "
+            f"{', '.join(COVERAGE_CHOICES)}, not {value[:40]!r}"
         )
     return value
 
@@ -164,7 +171,8 @@ def _repeat(config: pytest.Config) -> int:
         value = 0
     if value < 1 or value > 1000:
         raise pytest.UsageError(
-            f"--vgate-repeat / vgate_repeat must be a whole number from 1 to 1000, not {raw!r}"
+            f"pytest-vgate: {_where(config, 'vgate_repeat')} must be a whole number from 1 "
+            f"to 1000, not {raw[:40]!r}"
         )
     return value
 
