@@ -157,3 +157,51 @@ def test_a_layer_found_while_collecting_still_keeps_the_exit_status_honest(
     result = reporting.runpytest_subprocess("-p", "no:cacheprovider", *dist)
     assert result.ret != 0, result.stdout.str()
     assert "hidden-failure" in result.stdout.str()
+
+
+# A valid value for every ini twin (a new option must add its own here).
+INI_VALUES = {
+    "vgate": "gates.yaml",
+    "vgate_cite": "answer.md",
+    "vgate_base": "HEAD",
+    "vgate_coverage": "on",
+    "vgate_repeat": "2",
+    "vgate_timeout": "30",
+    "vgate_ledger": "ledger",
+    "vgate_report": "report.json",
+    "vgate_isolation": "off",
+    "vgate_sarif": "out.sarif",
+}
+
+
+def test_no_vgate_with_every_ini_twin_set_leaves_nothing_behind(
+    reporting: pytest.Pytester,
+) -> None:
+    """``-p no:vgate``: every ini twin is an unknown key as pytest says it, every option an
+    unrecognized argument, no marker, no help, no file written."""
+    from pytest_vgate.plugin.options import OPTIONS
+
+    values = {o.dest: INI_VALUES.get(o.dest, "true") for o in OPTIONS if o.ini}
+    assert set(INI_VALUES) <= set(values)
+    reporting.makeini("[pytest]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()))
+    reporting.makefile(".yaml", gates="gates:\n  - id: ok\n    check: python -c pass\n")
+    reporting.makefile(".md", answer="See `test_plain.py:1`.\n")
+    reporting.makepyfile(test_plain="def test_one():\n    assert True\n")
+    before = [p.name for p in reporting.path.iterdir()]
+    result = reporting.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:vgate")
+    result.assert_outcomes(passed=1)
+    warned = result.stdout.str()
+    assert all(f"Unknown config option: {name}" in warned for name in values), warned
+    assert "INTERNALERROR" not in warned and "Traceback" not in result.stderr.str()
+    pytester_own = {"entry.json", "stdout", "stderr"}
+    made = {p.name for p in reporting.path.iterdir()} - set(before) - pytester_own
+    assert {name for name in made if not name.startswith("runpytest-")} == set(), made
+    assert _entry(reporting) == {"layer": False, "modules": []}
+    shown = reporting.runpytest_subprocess("-p", "no:vgate", "--help").stdout.str()
+    shown += reporting.runpytest_subprocess("-p", "no:vgate", "--markers").stdout.str()
+    assert "vgate" not in shown.replace("Unknown config option: vgate", "")
+    for option in OPTIONS:
+        args = [option.flag] if option.kind == "flag" else [option.flag, "x"]
+        refused = reporting.runpytest_subprocess("-p", "no:vgate", *args)
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR, option.flag
+        refused.stderr.fnmatch_lines([f"*unrecognized arguments: {option.flag}*"])
