@@ -132,3 +132,18 @@ def test_check_targets_name_the_files_a_check_names(tmp_path: Path) -> None:
     assert check_targets(semantic, tmp_path) == [
         {"path": str(tmp_path / "rubric.rubric.yaml"), "line": None}
     ]
+
+
+def test_docs_name_every_field_of_the_schema() -> None:
+    """docs/extending.md's JSON report section names every field the schema describes."""
+    schema = json.loads(resources.files("pytest_vgate").joinpath("report.schema.json").read_text())
+    page = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text("utf-8")
+    section = page.split("## The JSON report", 1)[1].split("\n## ", 1)[0]
+    citations = (Path(__file__).resolve().parents[1] / "docs" / "citations.md").read_text("utf-8")
+    defs = schema["$defs"]
+    for name in [*schema["properties"], *defs["gate"]["properties"]]:
+        assert f"`{name}`" in section, name
+    for name in defs["citation"]["properties"]:
+        assert f"`{name}`" in citations, name
+    for name in schema["properties"]["citation_documents"]["items"]["properties"]:
+        assert f"`{name}`" in section, name
