@@ -244,3 +244,25 @@ def test_documented_python_runs(tmp_path: Path, page: Path, line: int, text: str
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, f"{page.name}:{line}\n{result.stdout}\n{result.stderr}"
+
+
+JSON_BLOCKS = [
+    (page, line, text) for page in PAGES for line, _, text in fenced_blocks(page, "json")
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "text"), JSON_BLOCKS, ids=[f"{b[0].name}:{b[1]}" for b in JSON_BLOCKS]
+)
+def test_documented_ledger_records_are_what_the_ledger_writes(
+    page: Path, line: int, text: str
+) -> None:
+    """A ledger record shown in the docs has the keys a record has on disk, and decodes."""
+    from pytest_vgate.evidence.record import Record
+
+    data = json.loads(text)
+    if "gate_id" not in data:
+        return
+    record = Record.from_dict(data)
+    assert set(data) == set(record.to_dict()), f"{page.name}:{line}"
+    assert set(data["tree"]) == set(record.tree.to_dict()), f"{page.name}:{line}"
