@@ -66,3 +66,42 @@ def test_failure_modes_fail_as_their_claims_say(
     assert "- Total citations: 3" in out
     assert "- FABRICATIONS CAUGHT: Y — " in out
     assert "INTERNALERROR" not in out
+
+
+ROOT = EXAMPLES.parent
+
+
+def readme_quickstart() -> list[str]:
+    """The README's quickstart commands (its first bash block after ``## Quickstart``)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quickstart", 1)[1]
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_the_readme_demo_says_what_it_shows(examples: Path, pytester: pytest.Pytester) -> None:
+    """The README's first command, run as written from its ``cd examples``: it exits 1 and
+    the summary names the modes and causes the README says it names."""
+    from pytest_vgate.verdict import Cause, Mode
+
+    demo, tests = readme_quickstart()
+    setup = "python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]' && "
+    assert demo.startswith(setup) and tests.startswith(setup)
+    assert tests == setup + "pytest -n 2"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert "python -m pip install --quiet -e '.[test]'" in ci and "pytest -n 2" in ci
+    found = re.fullmatch(r"\(cd examples && pytest (.*)\)", demo.removeprefix(setup))
+    assert found, demo
+    result, _ = run_demo(pytester, *found[1].split())
+    assert result.ret == 1
+    out = result.stdout.str()
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    (mode_but,) = re.findall(r"every mode but `(\w+)`", readme)
+    (cause_but,) = re.findall(r"every cause but `(\w+)`", readme)
+    shown = re.search(r"^gates: \d+ \((.*)\)$", out, re.M)
+    assert shown, out
+    assert {part.split()[1] for part in shown[1].split(", ")} == {m.value for m in Mode} - {
+        mode_but
+    }
+    causes = {c.value for c in Cause if re.search(rf"\b{c.value}\b", out.split("= vgate =")[1])}
+    assert causes == {c.value for c in Cause} - {cause_but}
+    assert "VERIFICATION GATE RESULT:" in out
