@@ -1344,3 +1344,47 @@ def test_the_error_reported_does_not_depend_on_the_hash_seed(tmp_path: Path) -> 
         for seed in range(8)
     }  # fmt: skip
     assert keys == {"expect"}
+
+
+# A wrong value for each key no other; a key added to the vocabulary must add its own.
+WRONG_ELSEWHERE = {
+    "id": "[1]",
+    "verifier": "[1]",
+    "verifiers": "x",
+    **{alias: WRONG_VALUES[canonical] for alias, canonical in ALIASES.items()},
+}
+WRONG_TOP = {"root": "[1]", "defaults": "[1]", "gates": "x", "citations": "x"}
+
+
+def _every_key_case() -> list[tuple[str, str, int]]:
+    """(where, text, line of the wrong value) for every key of the real vocabulary."""
+    wrong = {**WRONG_VALUES, **WRONG_ELSEWHERE}
+    assert GATE_KEYS | ALIASES.keys() <= wrong.keys(), "a new gate key needs a wrong value"
+    assert WRONG_TOP.keys() >= TOP_LEVEL_KEYS, "a new top-level key needs a wrong value"
+    cases = []
+    for key in sorted(GATE_KEYS | ALIASES.keys()):
+        if key == "id":
+            cases.append(("gate.id", f"gates:\n  - id: {wrong[key]}\n", 2))
+            continue
+        python = "    type: python\n" if key.startswith("verifier") else ""
+        text = f"gates:\n  - id: g\n{python}    {key}: {wrong[key]}\n"
+        cases.append((f"gate.{key}", text, len(text.splitlines())))
+    for key in sorted(DEFAULT_KEYS):
+        text = f"defaults:\n  {key}: {wrong[key]}\ngates:\n  - id: g\n    check: python -V\n"
+        cases.append((f"defaults.{key}", text, 2))
+    for key in sorted(TOP_LEVEL_KEYS):
+        rest = "" if key == "gates" else "gates:\n  - id: g\n    check: python -V\n"
+        cases.append((key, f"{key}: {WRONG_TOP[key]}\n{rest}", 1))
+    return cases
+
+
+@pytest.mark.parametrize(("where", "text", "line"), _every_key_case(), ids=lambda v: str(v)[:20])
+def test_a_wrong_value_of_every_key_names_file_line_and_key(
+    tmp_path: Path, where: str, text: str, line: int
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(GatesFileError) as caught:
+        load_gates_file(path)
+    key = where.rsplit(".", 1)[-1]
+    assert (caught.value.path, caught.value.line, caught.value.key) == (path, line, key)
+    assert str(caught.value).startswith(f"{path}:{line}: [{key}] ")
