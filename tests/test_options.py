@@ -82,3 +82,11 @@ def test_a_bad_command_line_repeat_names_the_command_line(pytester: pytest.Pytes
     result.stderr.fnmatch_lines(
         ["ERROR: pytest-vgate: --vgate-repeat (command line) must be a whole number *'0'*"]
     )
+
+
+@pytest.mark.parametrize("flag", ["--vgate-require-red", "--no-vgate-require-red"])
+def test_an_idle_option_is_named_as_it_was_given(pytester: pytest.Pytester, flag: str) -> None:
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", flag)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"*pytest-vgate: {flag} has no effect without --vgate*"])

@@ -114,7 +114,12 @@ def _warn_about_idle_options(config: pytest.Config, settings: Settings) -> None:
         return
     idle = [name for name in IDLE_OPTIONS if config.getoption(name) is not None]
     if idle:
-        flags = ", ".join("--" + name.replace("_", "-") for name in idle)
+        # Named as given: `--no-vgate-require-red` stores False in the same place.
+        no = "no-" if config.getoption("vgate_require_red") is False else ""
+        flags = ", ".join(
+            "--" + (no if name == "vgate_require_red" else "") + name.replace("_", "-")
+            for name in idle
+        )
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(
                 f"pytest-vgate: {flags} has no effect without --vgate or --vgate-cite"
