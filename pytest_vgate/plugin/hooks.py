@@ -29,7 +29,7 @@ from pytest_vgate.plugin.exit_status import (
 )
 from pytest_vgate.plugin.extending import register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
-from pytest_vgate.plugin.settings import Settings, read_settings
+from pytest_vgate.plugin.settings import Settings, option_path, read_settings
 from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.spec.kinds import kind_of
@@ -92,7 +92,7 @@ def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, .
     given = [
         getattr(config.option, "xmlpath", None),
         settings.report,
-        getattr(config.option, "vgate_sarif", None),
+        option_path(config, "vgate_sarif"),  # the command line or the ini file, as written
     ]
     base = config.invocation_params.dir
     return tuple((base / str(p)).resolve() for p in given if p)
