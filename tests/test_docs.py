@@ -266,3 +266,19 @@ def test_documented_ledger_records_are_what_the_ledger_writes(
     record = Record.from_dict(data)
     assert set(data) == set(record.to_dict()), f"{page.name}:{line}"
     assert set(data["tree"]) == set(record.tree.to_dict()), f"{page.name}:{line}"
+
+
+def test_the_modes_table_gives_each_mode_its_default_cause() -> None:
+    """docs/modes.md's table: each mode's own row (not its refinements) names the cause
+    ``verdict.DEFAULT_CAUSE`` gives it, "–" for none."""
+    from pytest_vgate.verdict import DEFAULT_CAUSE
+
+    page = _text("modes.md").split("| mode | what happened | default cause |", 1)[1]
+    rows = re.findall(r"^\| `(\w+)` \|.*\| ([^|]*) \|$", page.split("\n\n", 1)[0], re.M)
+    shown = {
+        mode: "–" if cause.startswith("–") else re.findall(r"`(\w+)`", cause)[0]
+        for mode, cause in rows
+    }
+    assert set(shown) == {m.value for m in Mode}
+    for mode, cause in DEFAULT_CAUSE.items():
+        assert shown[mode.value] == (cause.value if cause else "–"), mode
