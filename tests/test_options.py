@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_vgate.plugin.options import OPTIONS
+from pytest_vgate.plugin.options import OPTIONS, Option
 
 GATES = "gates:\n  - id: ok\n    check: python -c pass\n"
 
@@ -90,3 +90,43 @@ def test_an_idle_option_is_named_as_it_was_given(pytester: pytest.Pytester, flag
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", flag)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"*pytest-vgate: {flag} has no effect without --vgate*"])
+
+
+# A value for every ini twin; flags are "true" in the ini file and bare on the command line.
+SAMPLES = {
+    "vgate": "gates.yaml",
+    "vgate_cite": "answer.md",
+    "vgate_base": "HEAD",
+    "vgate_coverage": "off",
+    "vgate_repeat": "3",
+    "vgate_timeout": "7",
+    "vgate_ledger": "ledger",
+    "vgate_report": "report.json",
+    "vgate_isolation": "off",
+    "vgate_sarif": "out.sarif",
+}
+
+
+def _resolved(config: pytest.Config) -> tuple[object, ...]:
+    """Everything the session reads from its options (the settings and the exporters')."""
+    from pytest_vgate.plugin.extending import github_enabled
+    from pytest_vgate.plugin.settings import option_path, read_settings
+
+    return read_settings(config), option_path(config, "vgate_sarif"), github_enabled(config, {})
+
+
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.ini], ids=lambda o: o.dest)
+def test_every_ini_twin_does_what_its_option_does(
+    pytester: pytest.Pytester, option: Option
+) -> None:
+    """From the real registry: setting the ini twin resolves to the same session settings
+    as giving the option, and to something else than giving neither."""
+    pytester.makefile(".yaml", gates=GATES)
+    pytester.makefile(".md", answer="See `gates.yaml:1`.\n")
+    value = SAMPLES.get(option.dest, "true")
+    cli = [option.flag] if option.kind == "flag" else [option.flag, value]
+    neither = _resolved(pytester.parseconfig())
+    given = _resolved(pytester.parseconfig(*cli))
+    pytester.makeini(f"[pytest]\n{option.dest} = {value}\n")
+    from_ini = _resolved(pytester.parseconfig())
+    assert from_ini == given != neither
