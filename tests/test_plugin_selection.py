@@ -133,3 +133,15 @@ def test_last_failed_through_pytest_addopts_fails_a_session_whose_gates_did_not_
     result.stdout.fnmatch_lines(
         ["*gates.yaml::ok: deselected through PYTEST_ADDOPTS (--lf), out of sight*"]
     )
+
+
+def test_last_failed_lists_the_verifiers_it_leaves_out_without_a_gates_file(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    """Verifiers alone (no gates file; an option or xdist brings the layer from the start)."""
+    pytester.makepyfile(test_v=VERIFIERS)
+    args = ("-p", "no:randomly", "--vgate-timeout", "30", *dist_args)
+    pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_subprocess(*args, "--lf", "-rA")
+    assert result.parseoutcomes()["failed"] == 1  # (xdist counts no worker's deselection)
+    result.stdout.fnmatch_lines(["vgate: 1 deselected, not run and not verified: test_v.py::v-ok"])

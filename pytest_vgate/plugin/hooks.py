@@ -64,9 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
                     "device); it is not read: name a gates file or a document"
                 )
         _collection.restrict_args(config, settings)
-        _collection.keep_items(config)
         loaded = _load_quietly(res)
         gcfreeze.start(config)  # thousands of gates: the GC need not walk them again
+    _collection.keep_items(config)  # verifiers too, without a gates file
     config.pluginmanager.register(
         VerdictGuard(config, worker=is_worker(config)), "vgate-verdict-guard"
     )
