@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers.git_repo import FIX_TEST_ID, TEST_FIX, BugFixRepo, make_bugfix_repo
+from helpers.git_repo import FIX_TEST_ID, TEST_FIX, BugFixRepo, git, make_bugfix_repo
 
 from pytest_vgate.baseline import (
     OWNER_NAME,
@@ -285,3 +285,23 @@ def test_a_failing_overlay_set_removes_the_ones_already_made(bugfix: BugFixRepo)
     with pytest.raises(BaselineError, match="does not exist"):
         BaseTrees.create(bugfix.repo, "HEAD~1", [["tests"], ["nope"]], root_rel=".")
     assert bugfix.worktrees() == [str(bugfix.repo)]
+
+
+def test_removal_and_the_sweep_forget_only_their_own_registration(
+    bugfix: BugFixRepo, tmp_path: Path
+) -> None:
+    """A user's worktree whose folder is missing (an unmounted drive) stays registered;
+    ours whose folder vanished are forgotten."""
+    users = tmp_path / "users-tree"
+    git(bugfix.repo, "worktree", "add", "-q", "--detach", str(users), "HEAD")
+    parked = tmp_path / "parked"
+    users.rename(parked)
+    leaked = crash_a_session(bugfix)
+    shutil.rmtree(leaked.parent)  # the crashed session's temp dir was cleaned, too
+    base = BaseWorktree.create(bugfix.repo, "HEAD~1", [], root_rel=".")
+    shutil.rmtree(base.path)  # its folder went before the session's end
+    assert base.remove() == []
+    cleanup_stale_worktrees(bugfix.repo)
+    assert bugfix.worktrees() == [str(bugfix.repo), str(users)]
+    parked.rename(users)
+    assert git(users, "rev-parse", "HEAD") == bugfix.fix_sha

@@ -147,3 +147,27 @@ def test_a_copied_marker_does_not_make_a_user_tree_ours(
         (tree.parent / "owner.json").write_bytes(marker)
     assert cleanup_stale_worktrees(user.repo.repo) == [leaked]
     user.assert_intact()
+
+
+def test_a_users_worktree_whose_folder_is_away_keeps_its_registration(
+    run_vgate, layout: tuple[UserLayout, Path], tmp_path: Path
+) -> None:
+    """A worktree of the user's on a drive that is not mounted right now (its folder is
+    missing) is the user's: a session, and the sweep of a crashed one, leave its
+    registration (and the index with its staged work) alone."""
+    user, tmp = layout
+    leak_a_worktree(user.repo, tmp)
+    away = user.repo.repo.parent / "on-a-usb-stick"
+    git(user.repo.repo, "worktree", "add", "-q", "-b", "feature", str(away), "HEAD")
+    (away / "staged.txt").write_text("staged, not committed\n")
+    git(away, "add", "staged.txt")
+    parked = tmp_path / "unmounted"
+    away.rename(parked)  # the drive is unplugged
+    result, cases = run_vgate("gates.yaml", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert cases["add-proven"]["vgate_rbg"] == "proven"
+    parked.rename(away)  # plugged in again
+    assert str(away) in user.repo.worktrees()
+    assert git(away, "diff", "--cached", "--name-only") == "staged.txt"
+    assert git(away, "rev-parse", "--abbrev-ref", "HEAD") == "feature"
+    user.assert_intact()

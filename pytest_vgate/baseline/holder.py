@@ -4,10 +4,16 @@ A holder is ours when it is a real folder directly in the temp dir that we own a
 carries our marker file naming exactly that worktree of exactly this repository. Folder
 names prove nothing; the main worktree and worktrees a user made are never touched,
 whatever they are called. A holder's session is dead when nobody holds its lock.
+
+git's registration of a worktree we made (``.git/worktrees/<name>/``) carries a marker
+too, so that we can forget it when its folder is gone. We never run ``git worktree
+prune``: it also forgets a user's worktree whose folder is only away for now (a drive
+not mounted), and with it that worktree's index and its place in the repository.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -24,6 +30,7 @@ LOCK_NAME = "owner.lock"
 OWNER_NAME = "owner.json"  # the marker: written by ``create`` before the worktree exists
 MARKER = "pytest-vgate base worktree holder v1"
 _MARKER_MAX = 64 << 10  # a marker is a few hundred bytes; a bigger file is not ours
+REGISTRATION_MARKER = "vgate-owner.json"  # in git's registration folder of our worktree
 
 
 def lock_is_free(lock_path: Path) -> bool:
@@ -60,22 +67,70 @@ def holder_is_ours(holder: Path, worktree: Path, git_dir: str) -> bool:
         st = os.lstat(holder)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             return False
-        fd = os.open(holder / OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    owner = _read_marker(holder / OWNER_NAME)
+    return (
+        owner is not None
+        and owner.get("worktree") == os.path.realpath(worktree)
+        and owner.get("git_dir") == git_dir
+    )
+
+
+def _read_marker(path: Path) -> dict[str, object] | None:
+    """Our marker file's JSON, or None: a symlink, a big or odd file, another marker."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_size > _MARKER_MAX:
-                return False
+                return None
             owner = json.loads(os.read(fd, _MARKER_MAX + 1))
         finally:
             os.close(fd)
     except (OSError, ValueError):
-        return False
-    return (
-        isinstance(owner, dict)
-        and owner.get("marker") == MARKER
-        and owner.get("worktree") == os.path.realpath(worktree)
-        and owner.get("git_dir") == git_dir
-    )
+        return None
+    return owner if isinstance(owner, dict) and owner.get("marker") == MARKER else None
+
+
+def mark_registration(worktree: Path) -> None:
+    """Mark git's registration of a worktree we just made as ours (best effort: without
+    the mark, a registration whose folder vanished is left for git's own expiry)."""
+    ok, out, _ = git(["rev-parse", "--absolute-git-dir"], worktree)
+    if not ok or not out.strip():
+        return
+    owner = {"marker": MARKER, "worktree": os.path.realpath(worktree)}
+    with contextlib.suppress(OSError):
+        (Path(out.strip()) / REGISTRATION_MARKER).write_text(json.dumps(owner))
+
+
+def forget_registrations(git_dir: str, only: Path | None = None) -> None:
+    """What ``git worktree prune`` does, for our own registrations only: forget those
+    whose worktree folder is gone (``only``: just that worktree's). Never raises.
+
+    Ours: the registration holds our marker naming the very worktree its ``gitdir``
+    file points to. A user's registration is never touched, its folder there or not.
+    """
+    if not git_dir:
+        return
+    wanted = os.path.realpath(only) if only is not None else None
+    try:
+        admins = list((Path(git_dir) / "worktrees").iterdir())
+    except OSError:
+        return
+    for admin in admins:
+        owner = _read_marker(admin / REGISTRATION_MARKER)
+        worktree = owner.get("worktree") if owner is not None else None
+        if not isinstance(worktree, str) or (wanted is not None and worktree != wanted):
+            continue
+        try:
+            gitdir = (admin / "gitdir").read_text(encoding="utf-8").strip()
+        except (OSError, ValueError):
+            continue
+        points_to = os.path.realpath(os.path.join(admin, gitdir))
+        if points_to != os.path.join(worktree, ".git") or os.path.lexists(worktree):
+            continue
+        shutil.rmtree(admin, ignore_errors=True)
 
 
 def cleanup_stale_worktrees(repo: Path) -> list[Path]:
@@ -83,8 +138,8 @@ def cleanup_stale_worktrees(repo: Path) -> list[Path]:
 
     Ours: ``holder_is_ours`` (our marker in a temp holder we own), never the main
     worktree nor the tree we were called from. Dead: nobody holds the holder's lock (the
-    kernel drops a flock when its process dies, however it died). ``git worktree prune``
-    then forgets registrations whose folder is gone (it deletes nothing on disk).
+    kernel drops a flock when its process dies, however it died). Then our registrations
+    whose folder is gone are forgotten (``forget_registrations``), no one else's.
     """
     removed: list[Path] = []
     try:
@@ -110,7 +165,7 @@ def cleanup_stale_worktrees(repo: Path) -> list[Path]:
             shutil.rmtree(holder, ignore_errors=True)
             bytecode.forget(holder)
             removed.append(path)
-    git(["worktree", "prune"], top)
+    forget_registrations(git_dir)
     return removed
 
 

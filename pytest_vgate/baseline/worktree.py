@@ -27,6 +27,8 @@ from pytest_vgate.baseline.holder import (
     OWNER_NAME,
     PREFIX,
     cleanup_stale_worktrees,
+    forget_registrations,
+    mark_registration,
 )
 
 ADD_TIMEOUT = 600.0
@@ -179,6 +181,7 @@ class BaseWorktree:
         if not ok:
             tree.remove()
             raise BaselineError(f"`git worktree add` of {ref!r} failed in {top}: {err}")
+        mark_registration(tree.path)
         try:
             for src, rel in pairs:
                 _copy_onto(src, tree.path / rel, tree.path)
@@ -214,9 +217,9 @@ class BaseWorktree:
             )
             if not ok:
                 warnings.append(f"vgate base worktree {self.path}: git worktree remove: {err}")
-        ok, _, err = git(["worktree", "prune"], self.repo)
-        if not ok:
-            warnings.append(f"vgate base worktree {self.path}: git worktree prune: {err}")
+        # Its folder gone (a temp cleaner), git still lists it: forget this one, not
+        # every registration whose folder is missing (a user's may be on a drive).
+        forget_registrations(common_dir(self.repo), only=self.path)
         # The holder is the folder ``create`` made with mkdtemp in this very process
         # (``_owned``); rmtree does not follow a symlink put in its place.
         shutil.rmtree(self.holder, ignore_errors=True)
