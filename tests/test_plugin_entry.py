@@ -205,3 +205,25 @@ def test_no_vgate_with_every_ini_twin_set_leaves_nothing_behind(
         refused = reporting.runpytest_subprocess("-p", "no:vgate", *args)
         assert refused.ret == pytest.ExitCode.USAGE_ERROR, option.flag
         refused.stderr.fnmatch_lines([f"*unrecognized arguments: {option.flag}*"])
+
+
+def test_every_part_the_plugin_registers_is_refused_to_p_no() -> None:
+    """``-p no:NAME`` is refused for every name pytest-vgate registers a plugin under."""
+    import ast
+    from pathlib import Path
+
+    from pytest_vgate.plugin import LAYER_NAME, OWN_PLUGINS
+
+    registered = {LAYER_NAME}
+    for path in (Path(__file__).parent.parent / "pytest_vgate").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register"
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Constant)
+            ):
+                registered.add(node.args[1].value)
+    assert len(registered) == 7, registered
+    assert registered == set(OWN_PLUGINS)

@@ -197,6 +197,21 @@ ROUTES: dict[str, Route] = {
         exit_code=pytest.ExitCode.USAGE_ERROR,
         words=("sys.exit(0)", "before any gate ran"),
     ),
+    "the-pytest-layer-blocked-with-p-no": Route(
+        files={"gates.yaml": FAILING_GATE, "test_fine.py": PASSING_TEST},
+        args=("--vgate", "gates.yaml", "-p", "no:vgate-layer"),
+        exit_code=pytest.ExitCode.USAGE_ERROR,
+        words=("-p no:vgate-layer", "cannot be switched off"),
+    ),
+    "the-verdict-guard-blocked-under-an-xfail-marker": Route(
+        files=conftest(
+            "import pytest\n\ndef pytest_collection_modifyitems(items):\n"
+            "    for item in items:\n        item.add_marker(pytest.mark.xfail)\n"
+        ),
+        args=("--vgate", "gates.yaml", "-p", "no:vgate-verdict-guard"),
+        exit_code=pytest.ExitCode.USAGE_ERROR,
+        words=("-p no:vgate-verdict-guard", "cannot be switched off"),
+    ),
     "pytest-addopts-deselects-the-gate": Route(
         files={"gates.yaml": FAILING_GATE, "test_fine.py": PASSING_TEST},
         env={"PYTEST_ADDOPTS": "--deselect gates.yaml::answers-no"},

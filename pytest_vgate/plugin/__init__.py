@@ -24,6 +24,18 @@ from pytest_vgate.plugin.options import add_options, given_options
 
 MARKER_HELP = "vgate: a verification gate, verifier or citation checked by pytest-vgate"
 LAYER_NAME = "vgate-layer"  # the name the pytest layer is registered under
+# Every plugin object pytest-vgate registers, by name. ``-p no:NAME`` would silently drop
+# one (pluggy registers nothing under a blocked name): the gates, or the exit status that
+# follows their verdicts, would be gone without a word.
+OWN_PLUGINS = (
+    LAYER_NAME,
+    "vgate-verdict-guard",
+    "vgate-controller",
+    "vgate-sarif",
+    "vgate-github",
+    "vgate-gc-freeze",
+    "vgate-init-probe",
+)
 VERIFIER_MODULE = "pytest_vgate.verifiers.api"  # where @verifier is defined
 
 
@@ -71,6 +83,13 @@ def _gates_requested(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    blocked = [name for name in OWN_PLUGINS if config.pluginmanager.is_blocked(name)]
+    if blocked:
+        raise pytest.UsageError(
+            f"pytest-vgate: -p no:{blocked[0]} names a part of pytest-vgate, which cannot be "
+            "switched off on its own (the gates or the exit status that follows their "
+            "verdicts would be lost); use -p no:vgate to disable the whole plugin"
+        )
     if in_use(config):
         activate(config)
 
