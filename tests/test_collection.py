@@ -272,3 +272,46 @@ gates:
     checked = pytester.runpytest_subprocess(*args)
     checked.assert_outcomes(passed=1)
     assert len(starts.read_text().splitlines()) == 2, starts.read_text()  # probe, check
+
+
+FLIPS = (
+    f"gates:\n  - id: alpha\n    check: {PY} -c "
+    + shlex.quote("import os, sys; sys.exit(3 if os.path.exists('broken') else 0)")
+    + f"\n  - id: beta\n    check: {PY} -c pass\n"
+)
+
+
+@pytest.mark.parametrize("alpha_failed_before", [False, True], ids=["file-passed", "one-failed"])
+def test_last_failed_deselects_gates_in_sight_never_drops_them(
+    pytester: pytest.Pytester, dist_args: list[str], alpha_failed_before: bool
+) -> None:
+    """``--lf`` skipped a gates file with no earlier failure unseen (exit 0 over a gate that
+    fails now), and dropped a gate that passed before without a word; its gates are now
+    collected and deselected like any item, and the summary names them."""
+    write(
+        pytester,
+        {
+            "gates.yaml": FLIPS,
+            "test_product.py": "def test_product():\n    assert False\n",
+            "answer.md": "- test_product.py:1 — `test_product` is the product test\n",
+        },
+    )
+    if alpha_failed_before:
+        (pytester.path / "broken").write_text("")
+    args = ("--vgate", "gates.yaml", "--vgate-cite", "answer.md", *dist_args)
+    first = pytester.runpytest_subprocess(*args)
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    (pytester.path / "test_product.py").write_text("def test_product():\n    pass\n")
+    (pytester.path / "broken").write_text("")  # alpha fails from now on
+    result = pytester.runpytest_subprocess(*args, "--lf")
+    out = result.stdout.str()
+    shown = out.split("not run and not verified: ")[-1].splitlines()[0]
+    not_run = ["gates.yaml::beta", "answer.md::L1:test_product.py:1"]
+    if alpha_failed_before:  # alpha is rerun, and fails
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+        assert "FAILED gates.yaml::alpha" in out
+    else:  # nothing of the gates failed last time: they are deselected, in sight
+        assert result.ret == pytest.ExitCode.OK, out
+        not_run.append("gates.yaml::alpha")
+    assert f"{len(not_run)} deselected, not run and not verified" in out, out
+    assert all(nodeid in shown for nodeid in not_run), out

@@ -285,7 +285,10 @@ def _item_name(parent: pytest.Collector, citation: Citation) -> str:
 class CitationDocumentNode(pytest.File):
     """A document given with ``--vgate-cite``: its citations resolve inside the rootdir."""
 
+    collected = False  # collect() ran (another plugin may answer for it: --lf)
+
     def collect(self) -> Iterator[pytest.Item]:
+        self.collected = True
         yield from collect_document_citations(self, self.path, self.config.rootpath)
 
 

@@ -14,7 +14,9 @@ by pytest as usual, so node-id selection keeps working.
 ``--lf`` drops, while it collects a file that failed before, the items that passed then,
 without deselecting them: a gate or verifier would vanish without a word (and through
 ``PYTEST_ADDOPTS``, unseen). ``KeepItems`` puts ours back, so that ``--lf`` deselects them
-like any other item and the summary lists them as not run.
+like any other item and the summary lists them as not run. A gates file or document with
+no earlier failure ``--lf`` skips whole (its collect never runs: an empty report); that
+one ``_NoteItems`` collects as pytest would have, before anything else sees the report.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +50,11 @@ class _NoteItems:
         self, collector: pytest.Collector
     ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
         report = yield
+        if isinstance(collector, (GatesFileNode, CitationDocumentNode)) and not (
+            collector.collected or report.failed
+        ):  # another plugin answered for it (--lf): collect it as pytest would have
+            runner: Any = collector.config.pluginmanager.get_plugin("runner")  # pytest's own
+            report = runner.pytest_make_collect_report(collector)
         if isinstance(collector, pytest.File) and report.passed:
             collector.stash[_MADE] = list(report.result)
         return report

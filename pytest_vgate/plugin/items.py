@@ -55,7 +55,10 @@ def session_context(item: pytest.Item, root: Path) -> RunContext:
 class GatesFileNode(pytest.File):
     """A gates file given with ``--vgate``: collects one item per gate, in file order."""
 
+    collected = False  # collect() ran (another plugin may answer for it: --lf)
+
     def collect(self) -> Iterator[pytest.Item]:
+        self.collected = True
         loaded = resources(self.config).gates_file(self.path)
         self.gates_file = loaded
         if self.get_closest_marker(MARKER) is None:
