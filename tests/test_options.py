@@ -130,3 +130,49 @@ def test_every_ini_twin_does_what_its_option_does(
     pytester.makeini(f"[pytest]\n{option.dest} = {value}\n")
     from_ini = _resolved(pytester.parseconfig())
     assert from_ini == given != neither
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["--vgate", "--vgate-cite", "--vgate-report", "--vgate-ledger", "--vgate-sarif", "--junitxml"],
+)
+def test_a_path_in_a_symlink_loop_is_a_usage_error(pytester: pytest.Pytester, option: str) -> None:
+    """Python 3.11's ``Path.resolve`` raises RuntimeError in a symlink loop: it was an
+    INTERNALERROR."""
+    pytester.makefile(".yaml", gates=GATES)
+    (pytester.path / "loop-a").symlink_to("loop-b")
+    (pytester.path / "loop-b").symlink_to("loop-a")
+    given = ("--vgate", "gates.yaml") if option != "--vgate" else ()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *given, option, "loop-a")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out
+    assert "loop-a" in result.stderr.str() and "symlink" in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("option", "target"),
+    [
+        ("--vgate-report", "gates.yaml"),
+        ("--vgate-sarif", "gates.yaml"),
+        ("--junitxml", "gates.yaml"),
+        ("--vgate-report", "answer.md"),
+        ("--vgate-sarif", "cited.md"),
+    ],
+)
+def test_an_output_over_an_input_is_a_usage_error(
+    pytester: pytest.Pytester, option: str, target: str
+) -> None:
+    """A report written over the gates file or a cited document destroyed it."""
+    gates = GATES + "citations: [cited.md]\n"
+    pytester.makefile(".yaml", gates=gates)
+    pytester.makefile(".md", answer="- gates.yaml:1 starts the gates\n", cited="no citation\n")
+    before = {p.name: p.read_bytes() for p in pytester.path.iterdir() if p.is_file()}
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-cite", "answer.md",
+        option, target,
+    )  # fmt: skip
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert f"{option} {target}" in result.stderr.str(), out
+    assert {name: (pytester.path / name).read_bytes() for name in before} == before

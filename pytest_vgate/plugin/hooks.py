@@ -29,7 +29,7 @@ from pytest_vgate.plugin.exit_status import (
 )
 from pytest_vgate.plugin.extending import register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
-from pytest_vgate.plugin.settings import Settings, option_path, read_settings
+from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.spec.kinds import kind_of
@@ -65,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 )
         _collection.restrict_args(config, settings)
         loaded = _load_quietly(res)
+        refuse_outputs_over_inputs(config, settings, loaded)
         gcfreeze.start(config)  # thousands of gates: the GC need not walk them again
     _collection.keep_items(config)  # verifiers too, without a gates file
     config.pluginmanager.register(
@@ -89,13 +90,37 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:
     """Files this session writes into the tree (junit XML, JSON report, SARIF): never part of
     the tree's identity, or a second run would look like "a different tree"."""
-    given = [
-        getattr(config.option, "xmlpath", None),
-        settings.report,
-        option_path(config, "vgate_sarif"),  # the command line or the ini file, as written
-    ]
-    base = config.invocation_params.dir
-    return tuple((base / str(p)).resolve() for p in given if p)
+    return tuple(path for _, path in output_options(config, settings))
+
+
+def output_options(config: pytest.Config, settings: Settings) -> list[tuple[str, Path]]:
+    """(the option as given, its real path) of every file this session writes."""
+    found: list[tuple[str, Path]] = []
+    xml = getattr(config.option, "xmlpath", None)
+    if xml:
+        found.append(
+            (f"--junitxml {xml}", resolved(config.invocation_params.dir / xml, "junitxml"))
+        )
+    for name in ("vgate_report", "vgate_sarif"):
+        written = option_path(config, name)
+        if written is not None:
+            shown = config.getoption(name) or config.getini(name)
+            found.append((f"--{name.replace('_', '-')} {shown}", written))
+    return found
+
+
+def refuse_outputs_over_inputs(
+    config: pytest.Config, settings: Settings, loaded: list[GatesFile]
+) -> None:
+    """A report written over a gates file or a cited document would destroy it."""
+    inputs = {*settings.gates_files, *settings.cite_files}
+    inputs.update(document.resolve() for g in loaded for document in g.citations)
+    for shown, path in output_options(config, settings):
+        if path in inputs:
+            raise pytest.UsageError(
+                f"pytest-vgate: {shown} would write over {path}, which this session reads "
+                "(a gates file or a cited document); name another file for the output"
+            )
 
 
 IDLE_OPTIONS = (

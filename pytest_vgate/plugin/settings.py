@@ -6,6 +6,7 @@ file). Loaded only when vgate is in use (the entry point declares the options al
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from dataclasses import dataclass
@@ -62,15 +63,36 @@ def inside_a_check() -> bool:
     return bool(os.environ.get(NESTED_ENV)) or contain.under_a_shepherd()
 
 
+def resolved(path: Path, name: str) -> Path:
+    """``path.resolve()``; a path in a symlink loop is a usage error naming the option
+    (Python 3.11's ``resolve`` raises RuntimeError there, 3.13's returns the path)."""
+    try:
+        real: Path | None = path.resolve()
+    except RuntimeError:  # Python < 3.13: a symlink loop
+        real = None
+    if real is not None:
+        try:
+            os.stat(real)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                return real  # not there (yet): an output, or a usage error of its own
+        else:
+            return real
+    raise pytest.UsageError(
+        f"pytest-vgate: --{name.replace('_', '-')} {path}: the path is a symlink loop (too "
+        "many levels of symbolic links); name a real file"
+    )
+
+
 def _paths(config: pytest.Config, name: str) -> tuple[Path, ...]:
     if inside_a_check():
         return ()
     given = config.getoption(name)
     if given:
         base = config.invocation_params.dir
-        found = [(base / p).resolve() for p in given]
+        found = [resolved(base / p, name) for p in given]
     elif _ini_gates_apply(config):
-        found = [Path(p).resolve() for p in config.getini(name)]
+        found = [resolved(Path(p), name) for p in config.getini(name)]
     else:
         found = []
     unique: dict[Path, None] = dict.fromkeys(found)
@@ -102,9 +124,9 @@ def option_path(config: pytest.Config, name: str) -> Path | None:
     ini file, relative to the rootdir; None when neither gives it."""
     given = config.getoption(name)
     if given:
-        return (config.invocation_params.dir / str(given)).resolve()
+        return resolved(config.invocation_params.dir / str(given), name)
     ini = str(config.getini(name) or "").strip()
-    return (config.rootpath / ini).resolve() if ini else None
+    return resolved(config.rootpath / ini, name) if ini else None
 
 
 def _timeout(config: pytest.Config) -> float | None:
