@@ -184,6 +184,15 @@ ROUTES: dict[str, Route] = {
         ),
         words=("answers-no", OVERRIDDEN, "never ran"),
     ),
+    "the-gates-never-run-and-every-xdist-worker-dies-before-reporting": Route(
+        files=conftest(
+            "import os\n\ndef pytest_runtest_protocol(item, nextitem):\n"
+            "    return True if 'gates.yaml' in item.nodeid else None\n\n"
+            "def pytest_sessionfinish(session):\n"
+            "    if os.environ.get('PYTEST_XDIST_WORKER'):\n        os._exit(0)\n"
+        ),
+        words=("answers-no", OVERRIDDEN),
+    ),
     "gates-removed-from-the-items-without-deselection": Route(
         files=conftest(
             "import pytest\n\n@pytest.hookimpl(trylast=True)\n"

@@ -22,6 +22,7 @@ import os
 import shlex
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +32,8 @@ from pytest_vgate.payload import CheckPayload, Payload, TestPayload
 from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
+from pytest_vgate.plugin.session import RESOURCES
+from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"
@@ -85,6 +88,8 @@ class VerdictGuard:
         self.verdicts: dict[str, Payload] = {}
         self.skips: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
+        self.workers_down = 0  # xdist workers gone, and how many of them said what they selected
+        self.workers_reported = 0
         self.session: pytest.Session | None = None
         # Inside a check (a gate running pytest): that session's status follows its reports.
         self.nested = bool(os.environ.get(NESTED_ENV))
@@ -125,8 +130,10 @@ class VerdictGuard:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.workers_down += 1
         data = getattr(node, "workeroutput", {}).get(SELECTION_KEY)
         if isinstance(data, dict):
+            self.workers_reported += 1
             self.selection.merge(data)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -214,6 +221,7 @@ class VerdictGuard:
             Finding(n, "removed from the collection without being deselected (by a hook)")
             for n in self.selection.removed
         )
+        findings.extend(self._unreported(session))
         channel = env_deselection()
         if channel and self.selection.deselected:
             findings.extend(
@@ -221,6 +229,24 @@ class VerdictGuard:
                 for n in self.selection.deselected
             )
         return findings
+
+    def _unreported(self, session: pytest.Session) -> list[Finding]:
+        """Under xdist only the workers know what was selected, and they say so when they
+        finish: when every worker died first, each gate of the gates files that reached
+        no verdict is a finding (the controller reads the files itself)."""
+        if self.workers_reported or not self.workers_down:
+            return []
+        res = self.config.stash.get(RESOURCES, None)
+        if res is None:
+            return []
+        names = []
+        for path in (*res.settings.gates_files, *res.settings.cite_files):
+            shown = Path(os.path.relpath(path, self.config.rootpath)).as_posix()
+            loaded = res.gates_files.get(path)
+            gates = loaded.gates if isinstance(loaded, GatesFile) else ()
+            names.extend([f"{shown}::{gate.id}" for gate in gates] or [shown])
+        what = "no verdict, and every xdist worker died before saying what it selected"
+        return [Finding(n, what) for n in names if n not in self.outcomes]
 
     def _judge_one(self, nodeid: str) -> str | None:
         outcome = self.outcomes.get(nodeid)
