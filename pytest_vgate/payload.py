@@ -203,7 +203,8 @@ class CitationDocumentPayload(Jsonable):
 
 @dataclass(frozen=True, kw_only=True)
 class MissingPayload(Jsonable):
-    """A gate a gates file declares that no shard ran (``python -m pytest_vgate merge``);
+    """A gate a gates file declares that no shard ran (``python -m pytest_vgate merge``),
+    or a document it cites whose citations no shard checked (``id``: the document);
     its JSON is the merged report's gate entry, in this order."""
 
     id: str

@@ -195,3 +195,29 @@ def test_shards_with_verifiers_and_marked_tests_merge(tmp_path: Path) -> None:
     merged = merge(*reports, cwd=repo.root)
     assert (merged.returncode, merged.stderr) == (0, ""), merged.stdout + merged.stderr
     assert "missing" not in merged.stdout
+
+
+@pytest.mark.parametrize(
+    ("expressions", "unchecked"),
+    [
+        (("fix-add", "pinned"), 3),  # no shard checked answer.md
+        (("fix-add", "pinned or mathx.py:1"), 2),  # one of its citations only
+    ],
+    ids=["all-citations", "some-citations"],
+)
+def test_citations_missing_from_every_shard_are_reported_and_fail(
+    tmp_path: Path, expressions: tuple[str, ...], unchecked: int
+) -> None:
+    """A gates file's cited documents are part of its set: a fabricated citation no
+    shard checked must not leave the merge green (the unsplit run fails on it)."""
+    repo = make_gated_repo(tmp_path, PASSING_GATES, ANSWER)
+    status, _, _ = run_session(repo, "whole")
+    assert status == 1  # pkg/mathx.py:90 is fabricated
+    reports = shard_runs(repo, *expressions)
+    merged_json = repo.repo.parent / "merged.json"
+    merged = merge(*reports, "--vgate-report", merged_json, cwd=repo.root)
+    assert merged.returncode == 1, merged.stdout
+    report = read_report(merged_json)
+    assert report["missing"] == ["gates.yaml::answer.md"], report["missing"]
+    (entry,) = [g for g in report["gates"] if g["kind"] == "missing"]
+    assert f"no shard checked {unchecked} of the 3 citations" in entry["detail"], entry

@@ -144,6 +144,7 @@ def merge_reports(
         for gate in loaded.gates:
             if (rel, gate.id) not in ran:
                 missing.append(_missing_entry(rel, gate.id, gate.claim, gate.line))
+        missing.extend(_unchecked_documents(rel, loaded.citations, citations, documents, root))
     ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
     entries = [{k: v for k, v in e.items() if k != "_file"} for e in ordered] + missing
     cited = sorted(citations.values(), key=_document_order)
@@ -157,6 +158,55 @@ def merge_reports(
         "shards": [str(path) for path, _ in shards],
         "missing": [f"{e['source'].rpartition(':')[0]}::{e['id']}" for e in missing],
     }, warnings
+
+
+def _unchecked_documents(
+    rel: str,
+    cited: Sequence[Path],
+    citations: Mapping[str, Mapping[str, Any]],
+    documents: Mapping[str, Mapping[str, Any]],
+    root: str,
+) -> list[dict[str, Any]]:
+    """A missing entry per document the gates file cites whose citations no shard checked
+    (all or some of them): a single run would have checked every one."""
+    from pytest_vgate.citations import parse_citations
+
+    checked = {
+        (str(e.get("source")), str(e.get("citation")), _occurrence(e)) for e in citations.values()
+    }
+    missing = []
+    for document in cited:
+        shown = Path(os.path.relpath(document, root)).as_posix()
+        try:
+            expected = parse_citations(document)
+        except (OSError, ValueError):
+            expected = []  # unreadable: a single run audits it as a document
+        if not expected:
+            if shown not in documents and str(document) not in documents:
+                missing.append(_missing_document(rel, shown, "its audit"))
+            continue
+        keys = [(c.source(Path(root)), c.raw, c.occurrence) for c in expected]
+        unchecked = [key for key in keys if key not in checked]
+        if unchecked:
+            what = f"{len(unchecked)} of the {len(keys)} citations (first: {unchecked[0][0]})"
+            missing.append(_missing_document(rel, shown, what))
+    return missing
+
+
+def _occurrence(entry: Mapping[str, Any]) -> int:
+    cited = (entry.get("result") or {}).get("citation") or {}
+    occurrence = cited.get("occurrence", 1)
+    return occurrence if isinstance(occurrence, int) else 1
+
+
+def _missing_document(rel: str, document: str, what: str) -> dict[str, Any]:
+    return MissingPayload(
+        id=document,
+        detail=f"no shard checked {what} of {document}, cited by {rel}: a shard was lost "
+        "or deselected them",
+        source=f"{rel}:1",
+        nodeid=f"{rel}::{document}",
+    ).to_dict()
 
 
 def _line(entry: Mapping[str, Any]) -> int:
