@@ -177,6 +177,29 @@ ROUTES: dict[str, Route] = {
         xdist_exit_code=pytest.ExitCode.INTERNAL_ERROR,
         xdist_words=("INTERNALERROR",),
     ),
+    "sys-exit-0-in-a-sessionfinish-hook": Route(
+        files=conftest("import sys\n\ndef pytest_sessionfinish(session):\n    sys.exit(0)\n"),
+        words=("sys.exit(0)",),
+    ),
+    "sys-exit-0-in-a-terminal-summary-hook": Route(
+        files=conftest(
+            "import sys\n\ndef pytest_terminal_summary(terminalreporter):\n    sys.exit(0)\n"
+        ),
+        words=("sys.exit(0)",),
+    ),
+    "sys-exit-0-in-an-unconfigure-hook": Route(
+        files=conftest("import sys\n\ndef pytest_unconfigure(config):\n    sys.exit(0)\n"),
+        words=("answers-no", "sys.exit(0)"),
+    ),
+    "a-checks-pytest-calls-sys-exit-0-at-its-end": Route(
+        files={
+            "gates.yaml": inner_pytest_gate(".product"),
+            ".product/conftest.py": "import sys\n\ndef pytest_sessionfinish(session):\n"
+            "    sys.exit(0)\n",
+            ".product/test_product.py": "def test_product():\n    assert False\n",
+        },
+        words=("answers-no", "exit code 1"),
+    ),
     "run-protocol-hook-never-runs-the-gates": Route(
         files=conftest(
             "def pytest_runtest_protocol(item, nextitem):\n"
@@ -189,7 +212,7 @@ ROUTES: dict[str, Route] = {
             "import os\n\ndef pytest_runtest_protocol(item, nextitem):\n"
             "    return True if 'gates.yaml' in item.nodeid else None\n\n"
             "def pytest_sessionfinish(session):\n"
-            "    if os.environ.get('PYTEST_XDIST_WORKER'):\n        os._exit(0)\n"
+            "    if hasattr(session.config, 'workerinput'):\n        os._exit(0)\n"
         ),
         words=("answers-no", OVERRIDDEN),
     ),

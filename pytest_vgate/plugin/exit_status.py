@@ -172,6 +172,9 @@ class VerdictGuard:
         self._enforce()
         try:
             return (yield)
+        except SystemExit as exc:
+            self._absorb(exc, "pytest_sessionfinish")
+            return None
         finally:
             self._enforce()
 
@@ -179,8 +182,24 @@ class VerdictGuard:
     def pytest_unconfigure(self) -> Generator[None, None, None]:
         try:
             return (yield)
+        except SystemExit as exc:
+            self._absorb(exc, "pytest_unconfigure")
+            return None
         finally:
             self._enforce()
+
+    def _absorb(self, exc: SystemExit, hook: str) -> None:
+        """A hook's ``sys.exit(0)`` (also from ``pytest_terminal_summary``, which runs inside
+        ``pytest_sessionfinish``) would end the process with 0 past the status set here:
+        when that status must not be 0, the session ends through pytest's own return."""
+        failing = self.red or self.nested_status is not None
+        if self.worker or self.session is None or exc.code not in (None, 0) or not failing:
+            raise exc
+        os.write(
+            2,
+            f"pytest-vgate: a {hook} hook called sys.exit({exc.code}); the session does not "
+            "end green over a failed or unrun gate\n".encode(),
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
