@@ -350,6 +350,19 @@ def test_gate_options_without_gates_warn(pytester: pytest.Pytester) -> None:
     assert "--vgate-require-red has no effect without --vgate" in result.stdout.str()
 
 
+@pytest.mark.parametrize("how", [("-W", "error"), ("-o", "filterwarnings=error")])
+def test_gate_options_without_gates_under_warnings_as_errors(
+    pytester: pytest.Pytester, how: tuple[str, str]
+) -> None:
+    """``filterwarnings = error`` turned the warning into an INTERNALERROR."""
+    pytester.makepyfile(test_plain="def test_ok():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate-strict", *how)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "INTERNALERROR" not in out
+    assert "--vgate-strict has no effect without --vgate" in result.stderr.str()
+
+
 BAD_FILES = {
     "syntax": ("gates:\n  - id: a\n    check: [unclosed\n", "gates.yaml:4", "from line 3"),
     "unknown-key": ("gates:\n  - id: a\n    chek: true\n", "gates.yaml:3", "[chek]"),

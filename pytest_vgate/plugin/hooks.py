@@ -145,12 +145,11 @@ def _warn_about_idle_options(config: pytest.Config, settings: Settings) -> None:
             "--" + (no if name == "vgate_require_red" else "") + name.replace("_", "-")
             for name in idle
         )
-        config.issue_config_time_warning(
-            pytest.PytestConfigWarning(
-                f"pytest-vgate: {flags} has no effect without --vgate or --vgate-cite"
-            ),
-            stacklevel=2,
-        )
+        text = f"pytest-vgate: {flags} has no effect without --vgate or --vgate-cite"
+        try:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(text), stacklevel=2)
+        except pytest.PytestConfigWarning:  # -W error: a usage error, not an INTERNALERROR
+            raise pytest.UsageError(text) from None
 
 
 def _load_quietly(res: Resources) -> list[GatesFile]:
