@@ -216,6 +216,16 @@ ROUTES: dict[str, Route] = {
         ),
         words=("answers-no", OVERRIDDEN),
     ),
+    "a-collect-report-hook-skips-the-gates-file": Route(
+        files=conftest(
+            "import pytest\n\n@pytest.hookimpl(tryfirst=True)\n"
+            "def pytest_make_collect_report(collector):\n"
+            "    if collector.path.suffix == '.yaml':\n"
+            "        return pytest.CollectReport(collector.nodeid, 'skipped', "
+            "(str(collector.path), 0, 'Skipped: not today'), [])\n"
+        ),
+        words=("answers-no", "mode fail"),
+    ),
     "gates-removed-from-the-items-without-deselection": Route(
         files=conftest(
             "import pytest\n\n@pytest.hookimpl(trylast=True)\n"
