@@ -199,6 +199,16 @@ citations.fix_documents = _logged
 """
 
 
+def test_fix_under_collect_only_rewrites_nothing(
+    repo: CitationRepo, run_vgate: RunVgate, pytester: pytest.Pytester
+) -> None:
+    """A session that only lists the items checks nothing, so it fixes nothing either
+    (``vgate_fix = true`` in the ini file and a ``pytest --co`` rewrote the documents)."""
+    result, _ = run_vgate("--vgate-cite", DOC, "--vgate-fix", "--collect-only")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert repo.answer.read_bytes() == repo.answer_bytes != repo.fixed_bytes
+
+
 def test_fix_rewrites_exactly_the_corrected_citations(
     repo: CitationRepo,
     run_vgate: RunVgate,

@@ -45,7 +45,7 @@ class Controller:
             evidence.remember_built = True  # this process writes it: see _record_evidence
         if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
-        if self.res.settings.fix:
+        if self.res.settings.fix and not only_collects:  # a listing rewrites nothing
             self._prepare_fixes()
 
     def _prepare_base(self, ref: str) -> None:
