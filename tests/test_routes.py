@@ -200,6 +200,20 @@ ROUTES: dict[str, Route] = {
         },
         words=("answers-no", "exit code 1"),
     ),
+    "pytest-exit-with-returncode-0-at-the-sessions-start": Route(
+        files=conftest(
+            "import pytest\n\ndef pytest_sessionstart(session):\n"
+            "    pytest.exit('the database is down', returncode=0)\n"
+        ),
+        words=("answers-no", OVERRIDDEN, "never collected"),
+    ),
+    "pytest-exit-with-returncode-0-while-collecting": Route(
+        files=conftest(
+            "import pytest\n\ndef pytest_itemcollected(item):\n"
+            "    pytest.exit('enough', returncode=0)\n"
+        ),
+        words=("answers-no", OVERRIDDEN, "never collected"),
+    ),
     "run-protocol-hook-never-runs-the-gates": Route(
         files=conftest(
             "def pytest_runtest_protocol(item, nextitem):\n"

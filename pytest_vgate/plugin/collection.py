@@ -93,10 +93,10 @@ def restrict_args(config: pytest.Config, settings: Settings) -> None:
         return
     ours = {*settings.gates_files, *settings.cite_files}
     base = config.invocation_params.dir
-    config.args[:] = [arg for arg in config.args if _arg_path(base, arg) in ours]
+    config.args[:] = [arg for arg in config.args if arg_path(base, arg) in ours]
 
 
-def _arg_path(base: Path, arg: str) -> Path:
+def arg_path(base: Path, arg: str) -> Path:
     return (base / str(arg).split("::")[0]).resolve()
 
 

@@ -31,9 +31,10 @@ from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.payload import CheckPayload, Payload, TestPayload
 from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
+from pytest_vgate.plugin.collection import arg_path
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
 from pytest_vgate.plugin.session import RESOURCES
-from pytest_vgate.spec import GatesFile
+from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"
@@ -88,8 +89,9 @@ class VerdictGuard:
         self.verdicts: dict[str, Payload] = {}
         self.skips: dict[str, dict[str, Any]] = {}
         self.findings: list[Finding] = []
-        self.workers_down = 0  # xdist workers gone, and how many of them said what they selected
-        self.workers_reported = 0
+        self.workers_down = 0  # xdist workers gone
+        self.selection_known = False  # collection finished here, or a worker said what it chose
+        self.judged = False
         self.session: pytest.Session | None = None
         # Inside a check (a gate running pytest): that session's status follows its reports.
         self.nested = bool(os.environ.get(NESTED_ENV))
@@ -116,6 +118,7 @@ class VerdictGuard:
             self.config.workeroutput[SELECTION_KEY] = data  # type: ignore[attr-defined]
         else:
             self.selection.merge(data)
+            self.selection_known = True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -133,9 +136,10 @@ class VerdictGuard:
         self.workers_down += 1
         data = getattr(node, "workeroutput", {}).get(SELECTION_KEY)
         if isinstance(data, dict):
-            self.workers_reported += 1
+            self.selection_known = True
             self.selection.merge(data)
 
+    @pytest.hookimpl(tryfirst=True)  # before a conftest's that may call pytest.exit
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
 
@@ -165,10 +169,7 @@ class VerdictGuard:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
         self.session = session
-        if not self.worker and not self.config.option.collectonly:
-            self.findings = self.judge(session)
-            if self.nested:
-                self.nested_status = nested_status(self.outcomes.values())
+        self._judge_once(session)
         self._enforce()
         try:
             return (yield)
@@ -180,6 +181,12 @@ class VerdictGuard:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_unconfigure(self) -> Generator[None, None, None]:
+        if self.session is not None and not self.judged:
+            # pytest.exit in pytest_sessionstart: pytest skips pytest_sessionfinish.
+            self._judge_once(self.session)
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None and self.findings:
+                write_findings(reporter, self)
         try:
             return (yield)
         except SystemExit as exc:
@@ -187,6 +194,14 @@ class VerdictGuard:
             return None
         finally:
             self._enforce()
+
+    def _judge_once(self, session: pytest.Session) -> None:
+        if self.judged or self.worker or self.config.option.collectonly:
+            return
+        self.judged = True
+        self.findings = self.judge(session)
+        if self.nested:
+            self.nested_status = nested_status(self.outcomes.values())
 
     def _absorb(self, exc: SystemExit, hook: str) -> None:
         """A hook's ``sys.exit(0)`` (also from ``pytest_terminal_summary``, which runs inside
@@ -240,7 +255,7 @@ class VerdictGuard:
             Finding(n, "removed from the collection without being deselected (by a hook)")
             for n in self.selection.removed
         )
-        findings.extend(self._unreported(session))
+        findings.extend(self._never_collected(stopped == "interrupted"))
         channel = env_deselection()
         if channel and self.selection.deselected:
             findings.extend(
@@ -249,23 +264,37 @@ class VerdictGuard:
             )
         return findings
 
-    def _unreported(self, session: pytest.Session) -> list[Finding]:
-        """Under xdist only the workers know what was selected, and they say so when they
-        finish: when every worker died first, each gate of the gates files that reached
-        no verdict is a finding (the controller reads the files itself)."""
-        if self.workers_reported or not self.workers_down:
-            return []
+    def _never_collected(self, interrupted: bool) -> list[Finding]:
+        """Every gate of the gates files must be met somewhere: run, selected, deselected
+        or removed. A gate that was never collected is a finding: the session ended before
+        its collection got to the gates files (``pytest.exit`` in ``pytest_sessionstart``
+        or while collecting), or under xdist every worker died before saying what it
+        selected. The controller reads the gates files itself. A file named as an argument
+        with a node id (``gates.yaml::one``) is pytest's own selection and is left out."""
         res = self.config.stash.get(RESOURCES, None)
         if res is None:
             return []
-        names = []
+        seen = {*self.selection.selected, *self.selection.deselected, *self.selection.removed}
+        seen.update(self.outcomes)
+        files = {nodeid.partition("::")[0] for nodeid in seen}
+        base = self.config.invocation_params.dir
+        named = {arg_path(base, str(a)) for a in self.config.args if "::" in str(a)}
+        names: list[str] = []
         for path in (*res.settings.gates_files, *res.settings.cite_files):
             shown = Path(os.path.relpath(path, self.config.rootpath)).as_posix()
             loaded = res.gates_files.get(path)
-            gates = loaded.gates if isinstance(loaded, GatesFile) else ()
-            names.extend([f"{shown}::{gate.id}" for gate in gates] or [shown])
-        what = "no verdict, and every xdist worker died before saying what it selected"
-        return [Finding(n, what) for n in names if n not in self.outcomes]
+            if path in named or isinstance(loaded, GatesFileError):
+                continue  # pytest's own selection; a file that does not load fails anyway
+            if isinstance(loaded, GatesFile):
+                names.extend(n for g in loaded.gates if (n := f"{shown}::{g.id}") not in seen)
+            elif shown not in files:
+                names.append(shown)  # a cited document none of whose items was met
+        what = (
+            "never collected: every xdist worker died before saying what it selected"
+            if self.workers_down and not self.selection_known
+            else "never collected: the session ended before its collection got to it"
+        )
+        return [Finding(n, what, not interrupted) for n in names]
 
     def _judge_one(self, nodeid: str) -> str | None:
         outcome = self.outcomes.get(nodeid)
