@@ -184,3 +184,21 @@ def test_the_small_rules() -> None:
 def test_env_deselection(monkeypatch: pytest.MonkeyPatch, addopts: str, found: str | None) -> None:
     monkeypatch.setenv("PYTEST_ADDOPTS", addopts)
     assert env_deselection() == found
+
+
+def test_a_document_cited_by_both_a_gates_file_and_vgate_cite_stays_green(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    """The gates file checks it (once): its --vgate-cite node has no item of its own."""
+    pytester.makepyfile(src="x = 1\n")
+    (pytester.path / "answer.md").write_text("- src.py:1 sets `x`\n", encoding="utf-8")
+    (pytester.path / "gates.yaml").write_text(
+        f"gates:\n  - id: passes\n    check: {PY} -c pass\ncitations: [answer.md]\n",
+        encoding="utf-8",
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-cite", "answer.md",
+        *dist_args,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=2)

@@ -279,6 +279,8 @@ class VerdictGuard:
         files = {nodeid.partition("::")[0] for nodeid in seen}
         base = self.config.invocation_params.dir
         named = {arg_path(base, str(a)) for a in self.config.args if "::" in str(a)}
+        loaded_files = [g for g in res.gates_files.values() if isinstance(g, GatesFile)]
+        owned = {document.resolve() for g in loaded_files for document in g.citations}
         names: list[str] = []
         for path in (*res.settings.gates_files, *res.settings.cite_files):
             shown = Path(os.path.relpath(path, self.config.rootpath)).as_posix()
@@ -287,7 +289,7 @@ class VerdictGuard:
                 continue  # pytest's own selection; a file that does not load fails anyway
             if isinstance(loaded, GatesFile):
                 names.extend(n for g in loaded.gates if (n := f"{shown}::{g.id}") not in seen)
-            elif shown not in files:
+            elif shown not in files and path not in owned:  # a gates file checks it there
                 names.append(shown)  # a cited document none of whose items was met
         what = (
             "never collected: every xdist worker died before saying what it selected"
