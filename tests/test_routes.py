@@ -214,6 +214,13 @@ ROUTES: dict[str, Route] = {
         ),
         words=("answers-no", OVERRIDDEN, "never collected"),
     ),
+    "pytest-exit-with-returncode-0-in-a-configure-hook": Route(
+        files=conftest(
+            "import pytest\n\ndef pytest_configure(config):\n"
+            "    pytest.exit('not on this machine', returncode=0)\n"
+        ),
+        words=("pytest.exit", "before any gate ran"),
+    ),
     "run-protocol-hook-never-runs-the-gates": Route(
         files=conftest(
             "def pytest_runtest_protocol(item, nextitem):\n"

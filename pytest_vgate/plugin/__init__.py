@@ -129,6 +129,21 @@ def _forget_dropped_modules() -> None:
                 delattr(package, attr)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A conftest's ``pytest.exit(returncode=0)`` in ``pytest_configure`` (run before ours)
+    ends the session before the layer exists: with gates asked for, not a green one."""
+    session = config.pluginmanager.get_plugin("session")
+    if _active(config) or session is None or not _gates_requested(config):
+        return
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        sys.stderr.write(
+            "pytest-vgate: the session ended (pytest.exit in a pytest_configure hook) before "
+            "any gate ran; it does not end green\n"
+        )
+
+
 def _active(config: pytest.Config) -> bool:
     return config.pluginmanager.has_plugin(LAYER_NAME)
 
