@@ -3,7 +3,7 @@
 A check sees an empty environment plus a short allowlist, with ``HOME`` and ``TMPDIR``
 pointing into a per-check directory (mode 0700) that is emptied or removed afterwards,
 so checks cannot read the caller's secrets, share state with each other, or litter the
-machine.
+machine (the cells of a process that was killed are swept later: ``cell_owner``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from pytest_vgate import cell_owner
 from pytest_vgate.defaults import NESTED_ENV
 
 # Passed from the caller when present. Each is harmless and needed for a check to behave
@@ -50,8 +51,11 @@ def check_cell(prefix: str = "vgate-", *, parent: Path | str | None = None) -> I
 
 
 def _new_cell(prefix: str, parent: Path | str | None) -> Path:
-    cell = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()  # mkdtemp: 0700
+    folder = os.fspath(parent) if parent is not None else tempfile.gettempdir()
+    cell_owner.sweep_once(folder, remove_tree)  # the cells of processes that died
+    cell = Path(tempfile.mkdtemp(prefix=prefix, dir=folder)).resolve()  # mkdtemp: 0700
     try:
+        cell_owner.hold(cell)  # <cell>.lock, locked while we live (cell_owner.py)
         os.chmod(cell, 0o700)
         for name in CELL_DIRS:
             os.mkdir(cell / name, 0o700)
@@ -224,8 +228,10 @@ def remove_tree(path: Path) -> None:
         _make_dirs_writable(path)
         try:
             shutil.rmtree(path)
+            cell_owner.release(path)
             return
         except FileNotFoundError:
+            cell_owner.release(path)
             return
         except OSError as exc:
             if attempt == 1:
