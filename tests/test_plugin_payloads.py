@@ -26,6 +26,8 @@ gates:
     check: python -c "raise SystemExit(1)"
   - id: forged-pass
     check: python -c "pass"
+  - id: forged-flip
+    check: python -c "raise SystemExit(1)"
   - id: honest
     check: python -c "raise SystemExit(1)"
 """
@@ -56,6 +58,8 @@ def pytest_runtest_logreport(report):
         report.vgate = {**data, "ok": "yes", "mode": "pass", "cause": None}
     elif name == "forged-shape":
         report.vgate = "pass"
+    elif name == "forged-flip":  # well typed: only `ok` flipped, the failed mode kept
+        report.vgate = {**data, "ok": True}
     elif name == "forged-pass":
         report.vgate = {**data, "rbg": "proven!"}
     else:
@@ -64,7 +68,7 @@ def pytest_runtest_logreport(report):
     report.longrepr = None
 """
 
-FORGED = ("forged-key", "forged-kind", "forged-type", "forged-shape", "forged-pass")
+FORGED = ("forged-key", "forged-kind", "forged-type", "forged-shape", "forged-pass", "forged-flip")
 
 
 @pytest.fixture
@@ -100,6 +104,7 @@ def test_a_payload_that_does_not_decode_fails_its_item(tampered: Path, run_vgate
         ("forged-type", "GatePayload.ok: expected true or false, got the string 'yes'"),
         ("forged-shape", "a payload is a JSON object, not str"),
         ("forged-pass", "GatePayload.rbg: expected one of"),
+        ("forged-flip", "a GatePayload with ok true and mode fail"),
     ):
         assert why in gates[name]["detail"], (name, gates[name]["detail"])
     # The exit-status guard read the same verdict: it names what overrode the report.
