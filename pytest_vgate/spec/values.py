@@ -101,7 +101,10 @@ def _unquote(word: str) -> str:
 # `python -c "print(1)" | grep -q 2` would pass. Quoted or escaped, they are arguments.
 # So would a second line (a shell runs it as the next command) and a `\` that continues a
 # line (a shell joins the lines; shlex keeps the line break as an argument).
-_SHELL_OPERATOR = re.compile(r"\|\||&&|>>|[|&;<>]")
+# A check never holds NUL (``argv`` refuses it first): in what ``_unquoted_rest`` leaves,
+# NUL stands for a `\` before a line break.
+_ESCAPED_BREAK = "\0"
+_SHELL_OPERATOR = re.compile(r"\|\||&&|>>|[|&;<>\r\n\0]")
 _QUOTED_OR_ESCAPED = re.compile(r"\\.|'[^']*'|" + r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 NEXT_LINE = "\n"  # what shell_operator returns for a second line outside quotes
 CONTINUED_LINE = "\\\n"  # ... and for a line continued with a backslash
@@ -109,29 +112,23 @@ CONTINUED_LINE = "\\\n"  # ... and for a line continued with a backslash
 
 def shell_operator(check: str) -> str | None:
     """The first shell operator outside quotes in ``check`` (``|``, ``&&``, ``>`` ...), or
-    ``NEXT_LINE`` / ``CONTINUED_LINE`` for a line break that a shell would act on."""
-    breaks = "\n" in check or "\r" in check
-    if not breaks and _SHELL_OPERATOR.search(check) is None:
+    ``NEXT_LINE`` / ``CONTINUED_LINE`` for a line break that a shell would act on (blank
+    lines before and after the words, such as a block's last line break, are none)."""
+    if _SHELL_OPERATOR.search(check) is None:
         return None
-    bare = _QUOTED_OR_ESCAPED.sub(_unquoted_rest, check)
+    bare = _QUOTED_OR_ESCAPED.sub(_unquoted_rest, check).strip(" \t\r\n")
     found = _SHELL_OPERATOR.search(bare)
-    if not breaks:
-        return None if found is None else found.group()
-    start = len(bare) - len(bare.lstrip(" \t\r\n"))  # blank lines before the words
-    words = bare[start:].rstrip(" \t\r\n")  # and after them: a block's last line break
-    cut = min((i for i in map(words.find, ("\0", "\n", "\r")) if i >= 0), default=-1)
-    if found is not None and (cut < 0 or found.start() < start + cut):
-        return found.group()
-    if cut < 0:
+    if found is None:
         return None
-    return CONTINUED_LINE if words[cut] == "\0" else NEXT_LINE
+    if found.group() == _ESCAPED_BREAK:
+        return CONTINUED_LINE
+    return NEXT_LINE if found.group() in "\r\n" else found.group()
 
 
 def _unquoted_rest(match: re.Match[str]) -> str:
     """A quoted part or an escaped character as a plain letter (part of a word, never an
-    operator); a ``\\`` before a line break as NUL (never in a check: ``argv`` refuses it
-    first), to be told apart."""
-    return "\0" if match.group() in ("\\\n", "\\\r") else "w"
+    operator); a ``\\`` before a line break as ``_ESCAPED_BREAK``, to be told apart."""
+    return _ESCAPED_BREAK if match.group() in ("\\\n", "\\\r") else "w"
 
 
 def argv(key: str, check: str) -> tuple[str, ...]:
