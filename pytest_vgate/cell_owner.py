@@ -82,8 +82,8 @@ def sweep(folder: str, remove: Callable[[Path], None]) -> list[Path]:
             continue
         lock = os.path.join(folder, name)
         cell = lock[: -len(LOCK_SUFFIX)]
-        if cell in _held:
-            continue  # ours, alive: this very process
+        # This process's own cells need no exception: their locks are held here, and a
+        # flock through another open of the file is refused even to the same process.
         with contextlib.suppress(OSError, ValueError):
             if _sweep_one(lock, cell, remove):
                 removed.append(Path(cell))

@@ -111,6 +111,7 @@ def test_what_is_not_exactly_ours_is_never_touched(tmp_path: Path) -> None:
 def test_a_cell_removed_while_its_process_lives_takes_its_lock_file(tmp_path: Path) -> None:
     with check_cell(parent=tmp_path) as cell:
         assert Path(f"{cell}.lock").is_file()
+        assert cell_owner.sweep(str(tmp_path), remove_tree) == []  # alive: this process
         assert json.loads(Path(f"{cell}.lock").read_text())["cell"] == str(cell)
     assert list(tmp_path.iterdir()) == []
 
