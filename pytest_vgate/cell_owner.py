@@ -59,11 +59,11 @@ def release(cell: Path) -> None:
 
 
 def sweep_once(folder: str, remove: Callable[[Path], None]) -> list[Path]:
-    """``sweep`` ``folder`` the first time this process makes a cell there."""
-    key = os.path.realpath(folder)
-    if key in _swept:
+    """``sweep`` ``folder`` the first time this process makes a cell there (as spelled: a
+    second spelling of the same folder sweeps it again, which is harmless)."""
+    if folder in _swept:
         return []
-    _swept.add(key)
+    _swept.add(folder)
     return sweep(folder, remove)
 
 
