@@ -7,7 +7,7 @@ run the library's own tests (the fix's test, a test class, the whole of test_mor
 test_recipes.py, pytest and unittest). Both sides run the same session, ``--vgate-base``
 included; only ``--vgate-coverage`` differs. Rounds alternate on/off. ``--with-tracer``
 adds a third subject: coverage on, measured with coverage.py's tracer in every process
-(the engine before the probes of pytest_vgate/measure_lines.py; on Python 3.12+ both are
+(the engine before the probes of pytest_vgate/evidence/measure_lines.py; on Python 3.12+ both are
 coverage.py).
 
     python bench/coverage_cost.py --library ~/src/more-itertools

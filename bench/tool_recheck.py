@@ -24,7 +24,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from _common import base_parser, header, median, ratio, table
 
-from pytest_vgate.tools import ToolInventory, resolve_tool
+from pytest_vgate.process.tools import ToolInventory, resolve_tool
 
 
 def per_call(fn: object, number: int) -> float:

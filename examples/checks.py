@@ -21,6 +21,8 @@ def longest_breaks_ties_left(ctx):
 
 def cli_reports_version(ctx):
     r = ctx.run("python", "-c", "import sys; print(sys.version_info[0])")
-    return Outcome.passed() if r.exit_code == 0 and r.stdout.strip() == "3" else Outcome.failed(
-        f"exit {r.exit_code}, stdout {r.stdout!r}"
+    return (
+        Outcome.passed()
+        if r.exit_code == 0 and r.stdout.strip() == "3"
+        else Outcome.failed(f"exit {r.exit_code}, stdout {r.stdout!r}")
     )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence.change import Change
+from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.evidence.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.evidence.reach import (
     CoverageResult,
     RunReach,
@@ -21,7 +23,7 @@ from pytest_vgate.evidence.reach import (
     judge,
     red_reach,
 )
-from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.evidence.why import explain
 from pytest_vgate.payload import (
     CheckPayload,
     GatePayload,
@@ -29,13 +31,11 @@ from pytest_vgate.payload import (
     VerifierPayload,
     json_object,
 )
-from pytest_vgate.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
-from pytest_vgate.why import explain
 
 if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree

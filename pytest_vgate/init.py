@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from pytest_vgate.errors import VgateError
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
-from pytest_vgate.regular import read_regular
+from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 _GIT = ("-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null")

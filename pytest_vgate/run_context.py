@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_vgate.cell import CellPool
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
-from pytest_vgate.measure import MeasureSpec
+from pytest_vgate.evidence.measure import MeasureSpec
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.process.cell import CellPool
+from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.spec import Gate
-from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Verdict
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 from pytest_vgate.process.contain import Pool
 from pytest_vgate.verifiers.spawner import ZygoteHost
 

@@ -29,7 +29,7 @@ BOUNDARIES = {
     "a verifier child": ("pytest_vgate.verifiers.child:child_main", 2),
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
-    "the coverage bootstrap": ("pytest_vgate.measure.BOOTSTRAP:_vgate_start", 1),
+    "the coverage bootstrap": ("pytest_vgate.evidence.measure.BOOTSTRAP:_vgate_start", 1),
 }
 
 # Every other catch-all, and why it must catch everything where it is.
@@ -39,8 +39,8 @@ JUSTIFIED = {
     ),
     "pytest_vgate.citations.check:CitationChecker.check": "library API: never raises",
     "pytest_vgate.evidence.change:executable_lines": "parsing any text; None fails closed",
-    "pytest_vgate.judging:call_with_deadline.target": "plugin code on a thread, carried back",
-    "pytest_vgate.judging:describe": "a plugin's __repr__",
+    "pytest_vgate.plugin.judging:call_with_deadline.target": "plugin code on a thread",
+    "pytest_vgate.plugin.judging:describe": "a plugin's __repr__",
     "pytest_vgate.verifiers.api:find_verifier_spec": "getattr on any object met at collection",
     "pytest_vgate.verifiers.child:flush_streams": "the verifier may have replaced sys.stdout",
     "pytest_vgate.verifiers.child:rehearse": "an optimisation never costs a call",
@@ -55,11 +55,11 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.control:stop_base": "stopping goes on whatever one step raised",
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
-    "pytest_vgate.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
-    "pytest_vgate.measure.BOOTSTRAP:_start_probes": "probes that cannot start: coverage.py",
-    "pytest_vgate.measure_lines:_compile": "in the check's process: a file left unprobed",
-    "pytest_vgate.measure_lines:_swap": "in the check's process: a cached file left unprobed",
-    "pytest_vgate.origin._PROBE:<module>": "find_spec imports parent packages: user code",
+    "pytest_vgate.evidence.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
+    "pytest_vgate.evidence.measure.BOOTSTRAP:_start_probes": "probes that cannot start",
+    "pytest_vgate.evidence.measure_lines:_compile": "in the check's process: a file left unprobed",
+    "pytest_vgate.evidence.measure_lines:_swap": "a cached file left unprobed",
+    "pytest_vgate.process.origin._PROBE:<module>": "find_spec imports parent packages: user code",
 }
 JUSTIFIED_COUNTS = {
     "pytest_vgate.verifiers.invoke:execute": 2,

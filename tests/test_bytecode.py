@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import make_bugfix_repo
 
-from pytest_vgate import bytecode
-from pytest_vgate.process import run_process
+from pytest_vgate.process import bytecode, run_process
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping

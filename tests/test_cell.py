@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, build_env, check_cell
 from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.process import run_process
+from pytest_vgate.process.cell import DEFAULT_ENV_ALLOWLIST, build_env, check_cell
 
 PY = sys.executable
 CALLER = {

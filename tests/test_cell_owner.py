@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate import cell_owner
-from pytest_vgate.cell import CellPool, check_cell, remove_tree
+from pytest_vgate.process import cell_owner
+from pytest_vgate.process.cell import CellPool, check_cell, remove_tree
 
 REPO = Path(__file__).resolve().parents[1]
 MAKES_A_CELL = """
 import os, signal, sys
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 pool = CellPool(parent=sys.argv[1])
 with pool.cell() as cell:
     print(cell, flush=True)
@@ -35,8 +35,8 @@ with pool.cell() as cell:
 SWEEPS = """
 import sys
 import time
-from pytest_vgate import cell_owner
-from pytest_vgate.cell import remove_tree
+from pytest_vgate.process import cell_owner
+from pytest_vgate.process.cell import remove_tree
 print([str(p) for p in cell_owner.sweep(sys.argv[1], remove_tree)])
 """
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.cell import CellPool, build_env, cell_is_clean
 from pytest_vgate.process import run_process
+from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[1]
@@ -207,7 +207,7 @@ def test_a_fresh_cell_is_clean_and_a_plain_folder_is_not(tmp_path: Path) -> None
 
 EXIT_SCRIPT = """
 import os, sys
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 pooled_cell = CellPool().cell  # never closed: the exit handler is what removes its cells
 with pooled_cell() as cell:
     pass
@@ -229,11 +229,11 @@ def test_pooled_cells_are_gone_when_the_process_exits() -> None:
 LATE_SCRIPT = """
 import atexit
 held = {}
-# Registered before pytest_vgate.cell is imported, so it runs after the module's exit
+# Registered before pytest_vgate.process.cell is imported, so it runs after the module's exit
 # handler: the check ends while the interpreter is already exiting (a daemon thread's
 # check would).
 atexit.register(lambda: held["cm"].__exit__(None, None, None))
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 held["cm"] = CellPool().cell()
 print(held["cm"].__enter__(), flush=True)
 """
@@ -248,7 +248,7 @@ def test_a_cell_given_back_during_exit_is_removed_not_kept() -> None:
 
 FORK_SCRIPT = """
 import os, sys
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 pooled_cell = CellPool().cell
 with pooled_cell() as parents:
     pass

@@ -795,7 +795,7 @@ def test_special_files_are_dropped_never_opened(tmp_path: Path) -> None:
 
 def test_reading_refuses_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
     from pytest_vgate.citations.files import read_regular
-    from pytest_vgate.regular import NotRegularFile
+    from pytest_vgate.process.regular import NotRegularFile
 
     os.mkfifo(tmp_path / "p")
     with pytest.raises(NotRegularFile, match="named pipe"):

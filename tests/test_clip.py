@@ -32,7 +32,7 @@ def test_the_mark_can_say_how_much_was_cut() -> None:
 @pytest.mark.parametrize("size", [0, 1, 299, 300, 301, 5000])
 def test_a_why_line_stays_within_300_characters(size: int) -> None:
     """why.py keeps a decisive line of a base run whole up to 300 characters."""
-    from pytest_vgate.why import decisive_lines
+    from pytest_vgate.evidence.why import decisive_lines
 
     line = "E" + "x" * max(size - 1, 0) if size else ""
     shown = decisive_lines(line, "")

@@ -36,6 +36,8 @@ from pytest_vgate.evidence import (
 from pytest_vgate.evidence import ledger as ledger_mod
 from pytest_vgate.evidence.change import Change, compute_change, diff_file
 from pytest_vgate.evidence.identity import content_digest
+from pytest_vgate.evidence.measure import Measured
+from pytest_vgate.evidence.proof import Evidence, bind_records
 from pytest_vgate.evidence.reach import (
     CoverageStatus,
     describe_lines,
@@ -44,8 +46,6 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.jsonable import JsonShapeError
-from pytest_vgate.measure import Measured
-from pytest_vgate.proof import Evidence, bind_records
 from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict
 
@@ -202,7 +202,7 @@ def test_tree_state_ignores_what_sessions_make_in_a_temp_dir_inside_the_repo(
     own files there still count."""
     import tempfile
 
-    from pytest_vgate.cell import CellPool
+    from pytest_vgate.process.cell import CellPool
 
     repo = make_bugfix_repo(tmp_path)
     temp = repo.root / "tmp"

@@ -1,4 +1,4 @@
-"""Judges and adjusters held to the fail-closed rules (pytest_vgate.judging).
+"""Judges and adjusters held to the fail-closed rules (pytest_vgate.plugin.judging).
 
 Real threads, real hangs, real exceptions: whatever plugin code does, a pass comes only
 from an ``Outcome.passed()`` judge or from a gate that already passed.
@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_vgate import Cause, Gate, Mode, Outcome, Verdict
-from pytest_vgate.judging import (
+from pytest_vgate.payload import GatePayload
+from pytest_vgate.plugin.judging import (
     Call,
     apply_adjustments,
     call_with_deadline,
@@ -25,7 +26,6 @@ from pytest_vgate.judging import (
     payload_state,
     verdict_from_judgment,
 )
-from pytest_vgate.payload import GatePayload
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import GateType

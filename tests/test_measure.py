@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.measure import MEASURED_KEY, Measured, _read, include_for, strip_foreign
+from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, _read, include_for, strip_foreign
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping

@@ -1,4 +1,4 @@
-"""The probes (pytest_vgate/measure_lines.py) against coverage.py, on real checks.
+"""The probes (pytest_vgate/evidence/measure_lines.py) against coverage.py, on real checks.
 
 Every check runs three times on the same tree: probes (compiling the file afresh), then
 coverage.py (the tracer, the engine the probes replace on Python < 3.12), then probes
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate import bytecode
 from pytest_vgate.evidence.change import Change, executable_lines
+from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec, _read
 from pytest_vgate.gate_result import measure_change
-from pytest_vgate.measure import MEASURED_KEY, Measured, MeasureSpec, _read
+from pytest_vgate.process import bytecode
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping

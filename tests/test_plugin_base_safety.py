@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import FIX_TEST_ID, BugFixRepo, git, make_bugfix_repo
 
-from pytest_vgate import bytecode
 from pytest_vgate.baseline import PREFIX, BaseWorktree, cleanup_stale_worktrees
+from pytest_vgate.process import bytecode
 
 PY = shlex.quote(sys.executable)
 GATES = f"""gates:

@@ -23,7 +23,7 @@ from helpers.junit import junit_cases
 from helpers.report import read_report
 from helpers.toolchain import FakeTool, make_tool, path_decoy, path_env, toolchain_tool
 
-from pytest_vgate.tools import toolchain_bin
+from pytest_vgate.process.tools import toolchain_bin
 
 PY = shlex.quote(sys.executable)
 # The `run_vgate` fixture of tests/conftest.py: (result, junit cases by test name).

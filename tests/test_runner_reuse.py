@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 import pytest
 
-from pytest_vgate.cell import CellPool
+from pytest_vgate.process.cell import CellPool
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate, gate_from_mapping

@@ -9,9 +9,9 @@ import pytest
 from pytest_vgate.citations.parse import CitationForm
 from pytest_vgate.citations.source import FileState
 from pytest_vgate.evidence.reach import CoverageStatus
+from pytest_vgate.process.tools import ToolSource, ToolStatus
 from pytest_vgate.spec import GateType, RedPolicy
 from pytest_vgate.strenum import StrEnum
-from pytest_vgate.tools import ToolSource, ToolStatus
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 from pytest_vgate.verifiers import Isolation
 

@@ -7,7 +7,7 @@ import textwrap
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_vgate.table import wrap
+from pytest_vgate.plugin.table import wrap
 
 WORDS = st.text(alphabet=st.sampled_from("ab-./_ \t\n"), max_size=40)
 

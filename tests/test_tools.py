@@ -25,7 +25,7 @@ from helpers.toolchain import (
 )
 
 from pytest_vgate.process import run_process
-from pytest_vgate.tools import (
+from pytest_vgate.process.tools import (
     RACY_WINDOW_NS,
     TOOLCHAIN_DIRNAME,
     FileIdentity,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from helpers.verifiers_modules import call, write_module
 
-from pytest_vgate.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV
 from pytest_vgate.process import pid_alive
+from pytest_vgate.process.cell import DEFAULT_ENV_ALLOWLIST, NESTED_ENV
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import spawner
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate.process import pid_alive
+from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.spec import Gate, GateType
-from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import (
     Isolation,

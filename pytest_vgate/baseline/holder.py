@@ -22,8 +22,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-from pytest_vgate import bytecode
 from pytest_vgate.baseline.git import BaselineError, common_dir, git, toplevel, worktree_paths
+from pytest_vgate.process import bytecode
 
 PREFIX = "vgate-base-"
 LOCK_NAME = "owner.lock"

@@ -19,7 +19,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pytest_vgate import bytecode
 from pytest_vgate.baseline.git import BaselineError, common_dir, git, toplevel
 from pytest_vgate.baseline.holder import (
     LOCK_NAME,
@@ -30,6 +29,7 @@ from pytest_vgate.baseline.holder import (
     forget_registrations,
     mark_registration,
 )
+from pytest_vgate.process import bytecode
 
 ADD_TIMEOUT = 600.0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_vgate.citations.source import FileState, SourceFile, split_lines
-from pytest_vgate.regular import NotRegularFile, open_regular
+from pytest_vgate.process.regular import NotRegularFile, open_regular
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})  # never read, whatever is cited
@@ -206,7 +206,7 @@ class TooLarge(OSError):
 
 def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """The bytes of a regular file, at most ``max_bytes`` (``TooLarge`` beyond); anything
-    else is ``NotRegularFile`` and never read (``pytest_vgate.regular``: checked before
+    else is ``NotRegularFile`` and never read (``pytest_vgate.process.regular``: checked before
     and after a non-blocking open)."""
     fd = open_regular(os.fspath(path))
     try:

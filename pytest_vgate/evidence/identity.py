@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
-from pytest_vgate.regular import kind_of, open_regular
+from pytest_vgate.process.regular import kind_of, open_regular
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import ToolRecord
 

@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from pytest_vgate.evidence.record import Record
-from pytest_vgate.regular import open_regular, read_all
+from pytest_vgate.process.regular import open_regular, read_all
 
 LEDGER_DIRNAME = ".vgate"
 LEDGER_FILENAME = "ledger.jsonl"

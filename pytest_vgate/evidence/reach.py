@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
-from pytest_vgate.measure import Measured
+from pytest_vgate.evidence.measure import Measured
 from pytest_vgate.strenum import StrEnum
 
 SHOWN_LINES = 5  # changed lines listed per run in a failure report before "and N more"

@@ -225,7 +225,7 @@ def read_document_citations(document: Path) -> list[Citation]:
     from pytest_vgate.citations.documents import read_document
     from pytest_vgate.citations.files import SNIFF_BYTES, TooLarge, file_kind
     from pytest_vgate.citations.parse import decode_document
-    from pytest_vgate.regular import NotRegularFile
+    from pytest_vgate.process.regular import NotRegularFile
 
     kind = file_kind(str(document))
     if kind not in ("file", ""):

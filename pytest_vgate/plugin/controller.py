@@ -180,7 +180,7 @@ class Controller:
         if not self.payloads:
             return  # nothing ran
         from pytest_vgate.evidence import Ledger, Record
-        from pytest_vgate.proof import Evidence
+        from pytest_vgate.evidence.proof import Evidence
 
         # A record this process made is taken back, not decoded from its own JSON (the
         # evidence already loaded only: nothing is read again here).

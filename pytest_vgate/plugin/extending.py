@@ -23,7 +23,7 @@ from pytest_vgate.payload import CheckPayload, Payload
 from pytest_vgate.plugin.settings import option_path
 
 if TYPE_CHECKING:  # judging (and the verifiers it reads answers with) loads when first used
-    from pytest_vgate.judging import Call, Impl, P
+    from pytest_vgate.plugin.judging import Call, Impl, P
     from pytest_vgate.run_context import RunContext
     from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
@@ -45,7 +45,7 @@ def _call_impl(impl: Any, **kwargs: Any) -> object:
 
 def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None] | None:
     """The ``RunContext.judge`` of an item: its judges, or None when there is none."""
-    from pytest_vgate.judging import make_judge
+    from pytest_vgate.plugin.judging import make_judge
 
     return make_judge(_hook_impls(item.ihook.pytest_vgate_judge))
 
@@ -55,7 +55,12 @@ def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
     impls = _hook_impls(item.ihook.pytest_vgate_adjust_verdict)
     if not impls:
         return payload
-    from pytest_vgate.judging import Call, apply_adjustments, call_with_deadline, verdict_of_payload
+    from pytest_vgate.plugin.judging import (
+        Call,
+        apply_adjustments,
+        call_with_deadline,
+        verdict_of_payload,
+    )
 
     try:
         verdict = verdict_of_payload(payload)
@@ -90,7 +95,7 @@ def emit_report(config: pytest.Config, report: Mapping[str, Any], timeout: float
     impls = _hook_impls(config.hook.pytest_vgate_report)
     if not impls:  # no exporter: the report need not be encoded at all
         return []
-    from pytest_vgate.judging import call_with_deadline, describe
+    from pytest_vgate.plugin.judging import call_with_deadline, describe
 
     text = json.dumps(report, default=str)
     warnings = []

@@ -31,9 +31,9 @@ from pytest_vgate.plugin.extending import register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
+from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.spec.kinds import kind_of
-from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_vgate.judging import JudgeContext
+    from pytest_vgate.plugin.judging import JudgeContext
     from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
     from pytest_vgate.verifiers import Outcome

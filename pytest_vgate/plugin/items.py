@@ -19,9 +19,9 @@ from pytest_vgate.defaults import MARKER
 from pytest_vgate.payload import CheckPayload
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import resources, session_state
+from pytest_vgate.process.tools import declared_tool_error
 from pytest_vgate.spec import Gate, GatesFileError, GateType
 from pytest_vgate.spec.kinds import kind_of
-from pytest_vgate.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 # What runs a check is imported when the first one runs: a session that only collects

@@ -22,9 +22,9 @@ from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
 if TYPE_CHECKING:  # imported where first used: a session that only collects needs none
     from pytest_vgate.baseline import BaseTrees, BaseWorktree
     from pytest_vgate.evidence import TreeState
-    from pytest_vgate.proof import Evidence
+    from pytest_vgate.evidence.proof import Evidence
+    from pytest_vgate.process.tools import ToolInventory
     from pytest_vgate.session_state import SessionState
-    from pytest_vgate.tools import ToolInventory
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Resources:
 
     def evidence_for(self, root: Path) -> Evidence:
         """The session's evidence of a gates root, loaded once per process."""
-        from pytest_vgate.proof import Evidence
+        from pytest_vgate.evidence.proof import Evidence
 
         key = f"evidence:{root}"
         evidence = self.cache.get(key)

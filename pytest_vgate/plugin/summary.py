@@ -29,7 +29,7 @@ from pytest_vgate.payload import (
     VerifierPayload,
 )
 from pytest_vgate.plugin.session import Resources
-from pytest_vgate.table import leading_sentences, table_rows, wrap
+from pytest_vgate.plugin.table import leading_sentences, table_rows, wrap
 from pytest_vgate.verdict import Mode
 
 MODE_ORDER = [m.value for m in Mode]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vgate.regular import read_regular
+from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import values
 from pytest_vgate.spec.kinds import GateKind, kind_of
 from pytest_vgate.spec.model import (

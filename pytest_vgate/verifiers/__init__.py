@@ -7,7 +7,7 @@ Verdict. See docs/verifiers.md.
 
 from __future__ import annotations
 
-from pytest_vgate.tools import (
+from pytest_vgate.process.tools import (
     ToolMovedError,
     ToolUnavailableError,
     ToolUseError,

@@ -18,9 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate import bytecode
 from pytest_vgate.clip import clip
-from pytest_vgate.process import Capture, drain, kill_process_group
+from pytest_vgate.process import Capture, bytecode, drain, kill_process_group
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode, worst_mode
 from pytest_vgate.verifiers import spawner, wire
 from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, STACK_DUMP_SIGNAL

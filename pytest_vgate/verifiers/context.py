@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_vgate.jsonable import Jsonable, rounded
-from pytest_vgate.tools import (
+from pytest_vgate.process.tools import (
     ToolMovedError,
     ToolUnavailableError,
     ToolUseError,

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.cell import CellPool
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.process.cell import CellPool
+from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.spec import EnvSpec
-from pytest_vgate.tools import ToolInventory
 from pytest_vgate.verdict import Mode, Verdict, worst_mode
 from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError
 from pytest_vgate.verifiers.call import EXIT_GRACE

@@ -21,9 +21,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_vgate import bytecode
 from pytest_vgate.causes import product_frame
-from pytest_vgate.tools import ToolUnavailableError
+from pytest_vgate.process import bytecode
+from pytest_vgate.process.tools import ToolUnavailableError
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
 from pytest_vgate.verifiers.context import VerifierContext

@@ -23,10 +23,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
+from pytest_vgate.process.tools import ToolInventory, toolchain_bin
 from pytest_vgate.spec import EnvSpec
-from pytest_vgate.tools import ToolInventory, toolchain_bin
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import spawner
 from pytest_vgate.verifiers.api import Isolation

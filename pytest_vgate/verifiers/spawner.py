@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from contextlib import ExitStack, suppress
 from typing import Any
 
-from pytest_vgate import bytecode
-from pytest_vgate.cell import build_env, check_cell
 from pytest_vgate.defaults import ISOLATION_CHOICES
-from pytest_vgate.process import Capture, contain, start_helper
+from pytest_vgate.process import Capture, bytecode, contain, start_helper
+from pytest_vgate.process.cell import build_env, check_cell
 
 # What a call sees of a zygote, named here too: the spawner is the verifiers' door to them.
 from pytest_vgate.verifiers.control import REPLY_TIMEOUT as REPLY_TIMEOUT

@@ -21,9 +21,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.cell import build_env
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group, run_process
-from pytest_vgate.tools import (
+from pytest_vgate.process.cell import build_env
+from pytest_vgate.process.tools import (
     ToolEntry,
     ToolInventory,
     ToolMovedError,

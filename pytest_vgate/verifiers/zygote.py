@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vgate import bytecode
-from pytest_vgate.process import fork_template, kill_process_group
+from pytest_vgate.process import bytecode, fork_template, kill_process_group
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.child import (
     STACK_DUMP_LEAD,

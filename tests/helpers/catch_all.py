@@ -19,8 +19,8 @@ PACKAGE = Path(pytest_vgate.__file__).parent
 CATCH_ALL = {"Exception", "BaseException"}
 # Module-level strings that are Python run in another process: (module, name).
 SCRIPTS = (
-    ("pytest_vgate.measure", "BOOTSTRAP"),
-    ("pytest_vgate.origin", "_PROBE"),
+    ("pytest_vgate.evidence.measure", "BOOTSTRAP"),
+    ("pytest_vgate.process.origin", "_PROBE"),
     ("pytest_vgate.verifiers.zygote", "BOOT"),
 )
 

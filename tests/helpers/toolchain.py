@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_vgate.tools import toolchain_bin
+from pytest_vgate.process.tools import toolchain_bin
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ executed at all"):
   process whose main script is a changed file, and wherever the other cannot run;
 - on CPython 3.8-3.11, for a spec of exact files and lines (``MeasureSpec.lines``, what
   the judgment of a change needs): one-shot probes compiled into those files
-  (pytest_vgate/measure_lines.py), because any trace hook slows every line of every file
+  (pytest_vgate/evidence/measure_lines.py), because any trace hook slows every line of every file
   there, recorded or not.
 
 ``COVERAGE_*`` and pytest-cov's ``COV_CORE_*`` variables of the caller never reach a
@@ -40,12 +40,12 @@ MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a ve
 FOREIGN_PREFIXES = ("COVERAGE_", "COV_CORE_")
 RUN_DIRNAME = "vgate-coverage"
 PATCH_MIN = (7, 10)  # coverage.py's `[run] patch` (saving data at os._exit)
-LINES_MODULE = "_vgate_lines"  # pytest_vgate/measure_lines.py, as the bootstrap imports it
+LINES_MODULE = "_vgate_lines"  # pytest_vgate/evidence/measure_lines.py, as the bootstrap imports it
 LINES_PREFIX = "lines."  # the probes' data files
 
 # Written into the run's folder; runs inside the check's own interpreter, so it may use
 # only the standard library until coverage is imported.
-BOOTSTRAP = r'''"""pytest-vgate: measure this process (pytest_vgate/measure.py)."""
+BOOTSTRAP = r'''"""pytest-vgate: measure this process (pytest_vgate/evidence/measure.py)."""
 import os
 import sys
 
@@ -258,7 +258,7 @@ class Probe:
 
     def collect(self) -> Measured:
         """Read and combine every data file strictly, then remove the run's folder."""
-        from pytest_vgate.cell import remove_tree
+        from pytest_vgate.process.cell import remove_tree
 
         try:
             return _read(self.folder / "data", tuple(self.targets))
@@ -303,7 +303,7 @@ def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe | Meas
 def _lines_home(boot: Path) -> Path:
     """A folder holding ``_vgate_lines.py``: one per content next to the bytecode cache,
     so each Python version compiles it once, not once per process; else ``boot``."""
-    from pytest_vgate import bytecode
+    from pytest_vgate.process import bytecode
 
     source = Path(__file__).with_name("measure_lines.py").read_bytes()
     prefix = bytecode.cache_prefix()

@@ -27,10 +27,10 @@ from pytest_vgate.evidence.change import Change, compute_change
 from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
 from pytest_vgate.evidence.record import Where
-from pytest_vgate.regular import read_regular
+from pytest_vgate.evidence.why import BASE_RAN_ITS_OWN
+from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
-from pytest_vgate.why import BASE_RAN_ITS_OWN
 
 if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from pytest_vgate import cell_owner
 from pytest_vgate.defaults import NESTED_ENV
+from pytest_vgate.process import cell_owner
 
 # Passed from the caller when present. Each is harmless and needed for a check to behave
 # as it does for the user:

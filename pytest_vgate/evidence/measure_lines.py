@@ -1,7 +1,7 @@
 """Which changed lines ran: one-shot probes compiled into the changed files (CPython < 3.12).
 
 Written into a measured run's bootstrap folder as ``_vgate_lines.py`` and imported by its
-``sitecustomize`` inside the check's own interpreter (pytest_vgate/measure.py): standard
+``sitecustomize`` inside the check's own interpreter (pytest_vgate/evidence/measure.py): standard
 library only, nothing of pytest-vgate, Python 3.8 syntax.
 
 Before Python 3.12 there is no ``sys.monitoring``: coverage.py's C tracer is a
