@@ -27,7 +27,7 @@ from pytest_vgate.plugin.exit_status import (
     is_vgate_item,
     source_marks,
 )
-from pytest_vgate.plugin.extending import register_exporters
+from pytest_vgate.plugin.extending import install_guard, register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
@@ -47,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
         starting_path=STARTING_PATH,
     )
     config.stash[RESOURCES] = res
+    config.add_cleanup(install_guard(config.pluginmanager))  # our hooks, held to our rules
     loaded: list[GatesFile] = []
     guard.install_sigterm(config, settings)
     _warn_about_idle_options(config, settings)
