@@ -1,6 +1,6 @@
 """The JSON report (``--vgate-report``): every gate and citation of the session.
 
-Field names are public (DESIGN.md); ``report.schema.json`` (shipped in the package)
+Field names are public (docs/extending.md); ``report.schema.json`` (shipped in the package)
 describes them and ``version`` says which schema a report follows. The same document is
 what ``pytest_vgate_report`` hands to exporters. Writing is atomic (temp file + rename),
 and a report that cannot be written is a warning, never a failed session.
