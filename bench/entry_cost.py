@@ -1,4 +1,4 @@
-"""The cost of loading the plugin in a session that does not use it (issue 14, item 5).
+"""The cost of loading the plugin in a session that does not use it.
 
 Every pytest run of every user who installed pytest-vgate imports its entry point. This
 runs ``python -X importtime -c "import pytest; import <module>"`` in fresh interpreters

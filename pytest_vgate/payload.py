@@ -187,6 +187,14 @@ class CitationPayload(Jsonable):
     kind: Literal[PayloadKind.CITATION] = PayloadKind.CITATION
 
 
+def document_order(result: Mapping[str, Any] | None) -> tuple[str, int]:
+    """Where a citation was written (document, offset) from its result: the order of the
+    citations in the report, the summary and a merged report, whatever order xdist
+    delivered them in."""
+    cited = (result or {}).get("citation") or {}
+    return str(cited.get("document", "")), int(cited.get("offset", 0))
+
+
 @dataclass(frozen=True, kw_only=True)
 class CitationDocumentPayload(Jsonable):
     """A cited document audited as a whole (it holds no citation, or cannot be read)."""

@@ -1,6 +1,6 @@
 """The JSON report (``--vgate-report``): every gate and citation of the session.
 
-Field names are public (DESIGN.md); ``report.schema.json`` (shipped in the package)
+Field names are public (docs/extending.md); ``report.schema.json`` (shipped in the package)
 describes them and ``version`` says which schema a report follows. The same document is
 what ``pytest_vgate_report`` hands to exporters. Writing is atomic (temp file + rename),
 and a report that cannot be written is a warning, never a failed session.
@@ -16,7 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, Payload
+from pytest_vgate.payload import (
+    CitationDocumentPayload,
+    CitationPayload,
+    Payload,
+    document_order,
+)
 from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
@@ -73,7 +78,8 @@ def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) ->
             entry = {k: data.get(k) for k in GATE_FIELDS}
             entry["kind"] = data["kind"]
             gates.append(entry)
-    citations.sort(key=_document_order)  # xdist delivers reports in any order
+    # xdist delivers reports in any order
+    citations.sort(key=lambda entry: document_order(entry.get("result")))
     documents.sort(key=lambda d: str(d.get("document", "")))
     return {
         "version": REPORT_VERSION,
@@ -135,11 +141,6 @@ def summarize(
         },
         "adjustments": adjustments,
     }
-
-
-def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
-    cited = (entry.get("result") or {}).get("citation") or {}
-    return str(cited.get("document", "")), int(cited.get("offset", 0))
 
 
 def write_json_report(path: Path, report: Mapping[str, Any]) -> str | None:

@@ -1,7 +1,8 @@
 """``StrEnum``: the base of every closed vocabulary (modes, causes, gate types, ...).
 
 A member is its string value: it compares equal to it, ``str()`` and f-strings give it,
-and its value is the public name DESIGN.md uses. (``enum.StrEnum`` is Python 3.11+.)
+and its value is the public name users read in junit and the JSON report.
+(``enum.StrEnum`` is Python 3.11+.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The verdict vocabulary: modes, causes, red-before-green statuses, citation outcomes.
 
-Every value here is public (DESIGN.md): the enum string values are what junit
+Every value here is public (docs/modes.md): the enum string values are what junit
 properties, the JSON report and the ledger carry. Verdicts are immutable and turn
 into JSON-able dicts, because that is what survives the trip from an xdist worker.
 """

@@ -579,7 +579,7 @@ def test_the_docs_summary_example_has_the_real_shape() -> None:
     assert labels == [line.split(":", 1)[0] for line in empty]
 
 
-# --- verified means the description matches what the cited lines hold (issue 13) -------
+# --- verified means the description matches what the cited lines hold ------------------
 
 FETCH_MODULE = (
     "import time\n"  # 1
@@ -700,7 +700,7 @@ def test_other_files_match_code_lines_with_the_same_width_rules(tmp_path: Path) 
         assert (r.status.value, r.corrected_to) == expected, (citation, r.reason)
 
 
-# --- --vgate-fix never corrupts a document (issue 10) ----------------------------------
+# --- --vgate-fix never corrupts a document ---------------------------------------------
 
 DRIFT_SOURCE = "\n" * 9 + "def target():\n    a = 1\n    b = 2\n    return a + b\n"
 
@@ -760,7 +760,7 @@ def test_a_path_with_a_space_is_refused_not_mangled(tmp_path: Path) -> None:
         assert "fix it by hand" in message
 
 
-# --- what citations never read (issue 10) -----------------------------------------------
+# --- what citations never read ----------------------------------------------------------
 
 
 def test_vcs_metadata_is_refused_and_never_read(tmp_path: Path) -> None:
@@ -802,7 +802,7 @@ def test_reading_refuses_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
         read_regular(tmp_path / "p", 1024)
 
 
-# --- globs terminate and stay inside (issue 10) -----------------------------------------
+# --- globs terminate and stay inside ----------------------------------------------------
 
 
 def _tree(root: Path) -> None:

@@ -12,12 +12,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_vgate import Cause, Gate, Mode, Outcome, Verdict
 from pytest_vgate.payload import GatePayload
+from pytest_vgate.plugin import hookspecs
+from pytest_vgate.plugin.extending import ask_judges, install_guard
 from pytest_vgate.plugin.judging import (
     Call,
     apply_adjustments,
@@ -102,6 +105,24 @@ def _semantic(tmp_path: Path, timeout: float | None = None) -> Gate:
     return Gate(id="g", type=GateType.SEMANTIC, claim="c", root=tmp_path, timeout=timeout)
 
 
+class _Judge:
+    """A plugin object with one ``pytest_vgate_judge`` implementation."""
+
+    def __init__(self, answer: Any) -> None:
+        self.pytest_vgate_judge = pluggy.HookimplMarker("pytest")(answer)
+
+
+def _judges(*plugins: tuple[str, Any]) -> Any:
+    """A judge made as the pytest layer makes it: real pluggy, our hookspecs and guard."""
+    pm = pluggy.PluginManager("pytest")
+    pm.add_hookspecs(hookspecs)
+    install_guard(pm)
+    for name, answer in reversed(plugins):  # pluggy calls the last registered first
+        pm.register(_Judge(answer), name)
+    hook = pm.hook.pytest_vgate_judge
+    return make_judge(lambda gate, context: ask_judges(hook, gate, context))
+
+
 def test_the_runner_asks_the_judge_and_first_answer_wins(tmp_path: Path) -> None:
     seen: list[str] = []
 
@@ -116,25 +137,39 @@ def test_the_runner_asks_the_judge_and_first_answer_wins(tmp_path: Path) -> None
     def never_called(gate: Gate, context: Any) -> object:
         raise AssertionError("firstresult: not reached")
 
-    judge = make_judge([("a", declines), ("b", answers), ("c", never_called)])
+    judge = _judges(("a", declines), ("b", answers), ("c", never_called))
     verdict = run_check(_semantic(tmp_path), RunContext(root=tmp_path, judge=judge))
     assert (verdict.mode, verdict.detail) == (Mode.FAIL, "rubric not met")
+    assert verdict.extra["judge"] == "b"
     assert seen == ["declines current True", "answers"]
 
 
+def test_a_judge_that_raises_decides_as_a_failure_named_for_it(tmp_path: Path) -> None:
+    def raises(gate: Gate, context: Any) -> object:
+        raise RuntimeError("broken judge")
+
+    def never_called(gate: Gate, context: Any) -> object:
+        raise AssertionError("firstresult: not reached")
+
+    judge = _judges(("a", raises), ("b", never_called))
+    verdict = run_check(_semantic(tmp_path), RunContext(root=tmp_path, judge=judge))
+    assert (verdict.mode, verdict.cause) == (Mode.ERROR, Cause.BROKEN_TEST)
+    assert "the judge 'a' (pytest_vgate_judge) raised RuntimeError" in verdict.detail
+
+
 def test_without_an_answer_the_gate_stays_judgment(tmp_path: Path) -> None:
-    judge = make_judge([("a", lambda gate, context: None)])
+    judge = _judges(("a", lambda gate, context: None))
     verdict = run_check(_semantic(tmp_path), RunContext(root=tmp_path, judge=judge))
     assert verdict.mode is Mode.JUDGMENT
-    assert make_judge([]) is None
 
 
 @pytest.mark.slow
 def test_a_hanging_judge_times_out_at_the_gates_deadline(tmp_path: Path) -> None:
-    judge = make_judge([("hangs", lambda gate, context: _sleep_forever())])
+    judge = _judges(("hangs", lambda gate, context: _sleep_forever()))
     verdict = run_check(_semantic(tmp_path, timeout=0.5), RunContext(root=tmp_path, judge=judge))
     assert (verdict.mode, verdict.cause) == (Mode.TIMEOUT, Cause.ENVIRONMENT)
     assert "cannot be stopped in-process" in verdict.detail
+    assert "the judge 'hangs'" in verdict.detail
 
 
 # -- adjusters ---------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def test_every_gate_type_has_exactly_one_row() -> None:
     assert all(kind.type is gate_type for gate_type, kind in KINDS.items())
 
 
-def test_the_rows_say_what_design_md_says() -> None:
+def test_the_rows_say_what_the_gate_types_do() -> None:
     """command/code run a command line; semantic/self_review are judgments; python runs
     verifiers, whose runs have no exit code for ``red_exit`` and are not measured."""
     rows = {t.value: kind_of(t) for t in GateType}

@@ -4,6 +4,7 @@ Every import statement counts, at module level or inside a function (a lazy impo
 still a dependency), relative or absolute. Two layers: the pytest layer is the
 subpackage ``pytest_vgate.plugin`` (with the command line, ``pytest_vgate.__main__``);
 the core is everything else and never reaches pytest, xdist or the pytest layer.
+Inside the core, each folder may use only the folders below it (``FOLDER_RULES``).
 """
 
 from __future__ import annotations
@@ -122,6 +123,93 @@ def test_the_pytest_layer_is_one_subpackage() -> None:
     using_pytest = sorted(name for name, deps in graph.items() if deps & {"pytest", "_pytest"})
     assert using_pytest
     assert all(not is_core(name) for name in using_pytest), using_pytest
+
+
+SHARED_VALUES = {
+    "pytest_vgate.defaults",
+    "pytest_vgate.errors",
+    "pytest_vgate.jsonable",
+    "pytest_vgate.strenum",
+    "pytest_vgate.verdict",
+}
+"""Root modules every folder may use: the shared value types and their codec."""
+
+FOLDER_RULES: dict[str, tuple[set[str], set[str]]] = {
+    # folder: (what it may import of ours, or empty for "anything not refused"; refused)
+    "process": (SHARED_VALUES, set()),
+    "baseline": (SHARED_VALUES | {"pytest_vgate.process"}, set()),
+    "citations": (SHARED_VALUES | {"pytest_vgate.process", "pytest_vgate.clip"}, set()),
+    "spec": (
+        set(),
+        {
+            "pytest_vgate.evidence",
+            "pytest_vgate.verifiers",
+            "pytest_vgate.baseline",
+            "pytest_vgate.runner",
+            "pytest_vgate.exporters",
+        },
+    ),
+    "evidence": (
+        set(),
+        {
+            "pytest_vgate.verifiers",
+            "pytest_vgate.citations",
+            "pytest_vgate.runner",
+            "pytest_vgate.gate_result",
+            "pytest_vgate.exporters",
+        },
+    ),
+}
+"""The folders of the core, lowest first: execution (``process``) knows no gate, no
+evidence and no verifier; ``baseline`` checks out trees with it; ``citations`` reads
+documents; ``spec`` turns gates files into values; ``evidence`` judges runs it is given
+and never starts a check itself."""
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def folder_offenders(graph: dict[str, set[str]], folder: str) -> dict[str, list[str]]:
+    """The imports of ``pytest_vgate.<folder>`` that its row in ``FOLDER_RULES`` refuses."""
+    allowed, refused = FOLDER_RULES[folder]
+    prefix = f"pytest_vgate.{folder}"
+    found: dict[str, list[str]] = {}
+    for name, deps in graph.items():
+        if not _within(name, prefix):
+            continue
+        ours = {d for d in deps if d in graph and not _within(d, prefix)}
+        bad = {
+            d
+            for d in ours
+            if (allowed and not any(_within(d, a) for a in allowed))
+            or any(_within(d, r) for r in refused)
+        }
+        if bad:
+            found[name] = sorted(bad)
+    return found
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDER_RULES))
+def test_each_core_folder_uses_only_the_folders_below_it(folder: str) -> None:
+    assert (PACKAGE / folder).is_dir(), folder
+    assert folder_offenders(import_graph(), folder) == {}
+
+
+def test_the_folder_rules_see_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself: execution reaching evidence, lazily, is refused."""
+    package = tmp_path / "pytest_vgate"
+    for folder in ("process", "evidence"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "verdict.py").write_text("")
+    (package / "process" / "cell.py").write_text(
+        "from pytest_vgate import verdict\ndef f():\n    from pytest_vgate.evidence import x\n"
+    )
+    assert folder_offenders(import_graph(package), "process") == {
+        "pytest_vgate.process.cell": ["pytest_vgate.evidence"]
+    }
 
 
 def test_there_is_no_import_cycle() -> None:

@@ -1,4 +1,4 @@
-"""End to end: citation items in real pytest sessions, plain and under ``-n 2`` (issue 5).
+"""End to end: citation items in real pytest sessions, plain and under ``-n 2``.
 
 The fixture repository and its answer document (``helpers/citation_repo.py``) cover every
 outcome and form; here they go through ``--vgate-cite``, a gates file's ``citations:``,
@@ -45,7 +45,8 @@ def cite_name(key: str) -> str:
 
 
 def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]:
-    """The DESIGN.md block, computed from the fixture's cases (``source``, case)."""
+    """The ``VERIFICATION GATE RESULT`` block, computed from the fixture's cases
+    (``source``, case)."""
     entries = list(entries)
     count = Counter(case.status for _, case in entries)
     caught = []
@@ -415,7 +416,7 @@ def test_the_documented_session_is_what_pytest_prints(
     assert (pytester.path / name).read_text(encoding="utf-8") == fixed
 
 
-# --- every document visibly audited, once (issue 13) -----------------------------------
+# --- every document visibly audited, once ----------------------------------------------
 
 
 def test_a_document_without_citations_prints_the_block_with_zeros(
@@ -475,7 +476,7 @@ def test_item_words_and_block_words_agree(repo: CitationRepo, run_vgate: RunVgat
             assert "fabrication sign: the cited line is beyond the end of the file" in out
 
 
-# --- the record survives the fix (issue 13) ---------------------------------------------
+# --- the record survives the fix --------------------------------------------------------
 
 
 def test_the_json_report_keeps_the_original_and_the_corrected_citation(
@@ -508,7 +509,7 @@ def test_the_json_report_keeps_the_original_and_the_corrected_citation(
     assert "citation-corrected" not in rules and "citation-fabricated" in rules, rules
 
 
-# --- what a session never reads, and never hangs on (issue 10) --------------------------
+# --- what a session never reads, and never hangs on -------------------------------------
 
 HANG_BOUND = 240  # seconds: generous; the faults below hung for ever before
 

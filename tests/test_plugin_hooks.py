@@ -138,3 +138,113 @@ def test_the_report_hook_runs_once_on_the_controller_and_a_broken_exporter_is_a_
     sarif = read_sarif(pytester.path / "out.sarif")
     assert [r["properties"]["id"] for r in sarif["runs"][0]["results"]] == ["a"]
     assert len(read_report(pytester.path / "report.json")["gates"]) == 3
+
+
+PLUGGY_ORDER = """
+import pytest
+
+from pytest_vgate import Cause, Mode, Outcome, Verdict
+
+
+def log(gate, what):
+    with open(f"calls-{gate}.log", "a") as fh:
+        fh.write(what + "\\n")
+
+
+class Wrapper:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_vgate_judge(self, gate, context):
+        log(gate.id, "wrapper before")
+        result = yield
+        log(gate.id, f"wrapper after {type(result).__name__}")
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_vgate_adjust_verdict(self, gate, verdict):
+        answers = yield
+        log(gate.id, f"adjust wrapper saw {len(answers)}")
+        # Drops the stricter answers and offers a pass: neither may loosen the verdict.
+        return [Verdict(mode=Mode.PASS, detail="the wrapper says pass")]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_vgate_report(self, report):
+        log("report", f"report wrapper {len(report['gates'])}")
+        return (yield)
+
+
+class First:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_vgate_judge(self, gate, context):
+        log(gate.id, "first")
+
+
+class Middle:
+    def pytest_vgate_judge(self, gate, context):
+        log(gate.id, "middle")
+
+    def pytest_vgate_adjust_verdict(self, gate, verdict):
+        if gate.id == "strict":
+            return Verdict.failed(Mode.FAIL, "policy says no", cause=Cause.BROKEN_TEST)
+        return None
+
+
+class Last:
+    @pytest.hookimpl(trylast=True)
+    def pytest_vgate_judge(self, gate, context):
+        log(gate.id, "last")
+        return Outcome.passed("the last judge passes")
+
+
+def pytest_configure(config):
+    # Registered in the order pluggy would call them last-first without the marks.
+    for plugin in (First(), Middle(), Last(), Wrapper()):
+        config.pluginmanager.register(plugin, type(plugin).__name__)
+"""
+
+
+def test_hook_wrappers_tryfirst_and_trylast_apply_to_the_vgate_hooks(
+    pytester: pytest.Pytester,
+    run_vgate,  # type: ignore[no-untyped-def]
+) -> None:
+    """The vgate hooks are called through pluggy: a user's wrapper runs around them and the
+    ``tryfirst``/``trylast`` order holds, while no wrapper can loosen a verdict."""
+    pytester.makeconftest(PLUGGY_ORDER)
+    pytester.makefile(
+        ".yaml",
+        gates="""
+        gates:
+          - id: judged
+            type: semantic
+            claim: the rubric is met
+            check: the rubric
+          - id: strict
+            claim: it runs
+            check: python -c "pass"
+        """,
+    )
+    result, cases = run_vgate("--vgate", "gates.yaml", "--vgate-report", "report.json")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    assert (pytester.path / "calls-judged.log").read_text().splitlines() == [
+        "wrapper before",
+        "first",
+        "middle",
+        "last",
+        "wrapper after Outcome",
+        "adjust wrapper saw 0",
+    ]
+    assert (pytester.path / "calls-report.log").read_text() == "report wrapper 2\n"
+    assert (cases["judged"]["outcome"], cases["judged"].get("vgate_mode")) == ("passed", "pass")
+    strict = cases["strict"]
+    assert (strict["outcome"], strict.get("vgate_mode"), strict.get("vgate_cause")) == (
+        "failure",
+        "fail",
+        "broken_test",
+    )
+    gates = {g["id"]: g for g in read_report(pytester.path / "report.json")["gates"]}
+    assert gates["judged"]["green"]["extra"]["judge"] == "Last"
+    assert [(n["plugin"], n["action"]) for n in gates["strict"]["adjustments"]] == [
+        ("Middle", "applied"),
+        ("a hook wrapper of pytest_vgate_adjust_verdict", "ignored"),
+    ]
+    assert "INTERNALERROR" not in out

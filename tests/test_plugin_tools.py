@@ -1,4 +1,4 @@
-"""End to end: tool grounding (issue 6) in real pytest sessions, plain and under ``-n 2``.
+"""End to end: tool grounding in real pytest sessions, plain and under ``-n 2``.
 
 Every tool is a real ``/bin/sh`` script (``helpers/toolchain.py``) that appends its ``$0``
 to a marker file when it runs, so "the tool ran" and "the tool did not run" are facts on
@@ -427,7 +427,7 @@ gates:
 def test_ledger_fingerprint_keeps_tool_versions_apart(
     run_vgate: RunVgate, pytester: pytest.Pytester
 ) -> None:
-    """Red with one tool version, green with another, proves nothing (issue 6, item 5).
+    """Red with one tool version, green with another, proves nothing.
 
     Two sessions on two trees of one git repository. ``product-fix`` goes red to green
     because the product changed (the control: ``proven``); ``tool-swap`` goes red to green

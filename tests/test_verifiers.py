@@ -265,6 +265,23 @@ def test_unimportable_targets_are_errors(
     assert "importing" in result.detail or mode is Mode.ERROR
 
 
+def test_a_failed_assert_is_the_verifiers_answer_no(folder: Path) -> None:
+    """As in a test: a failed ``assert`` is ``fail``/``product``, with its message."""
+    module = write_module(folder, "def check(ctx):\n    assert 1 + 1 == 3, 'sums differ'\n")
+    result = call(folder, module, "check")
+    assert (result.mode, result.cause) == (
+        Mode.FAIL,
+        Cause.PRODUCT,
+    ), result.detail
+    assert "assertion failed: AssertionError: sums differ" in result.detail
+
+
+def test_an_assert_that_fails_while_importing_is_an_error(folder: Path) -> None:
+    module = write_module(folder, "assert False, 'at import'\ndef check(ctx):\n    return True\n")
+    result = call(folder, module, "check")
+    assert result.mode is Mode.ERROR, result.detail
+
+
 def test_a_module_that_is_not_on_sys_path_is_an_error(folder: Path) -> None:
     result = call(folder, "no_such_module_anywhere", "check")
     assert result.mode is Mode.ERROR
@@ -967,6 +984,9 @@ def test_property_never_a_pass_unless_true_or_outcome_passed(
     assert (result.mode is Mode.PASS) is passing
     if kind == "raise":
         assert isinstance(value, type)
+        if issubclass(value, AssertionError):  # a failed assert answers, as in a test
+            assert (result.mode, result.cause) == (Mode.FAIL, Cause.PRODUCT), result.detail
+            return
         # Constructing some builtin exceptions with one argument fails: that is an error.
         assert result.mode in (Mode.ERROR, Mode.PANIC)
         if result.mode is Mode.PANIC:

@@ -1,10 +1,13 @@
-"""The pytest side of extending: calls our hooks' implementations, registers the exporters.
+"""The pytest side of extending: calls our hooks through pluggy, registers the exporters.
 
-Each implementation of a vgate hook is called on its own (so a report names the plugin
-that judged or adjusted a gate, and one broken exporter cannot silence the others), in
-pluggy's order, with conftest files scoped to the item as pytest scopes them. The rules
-for what an answer may do live in the core (``judging``); the built-in exporters (SARIF,
-GitHub Actions) register here exactly as a third-party exporter would.
+Every ``pytest_vgate_*`` hook is called as pluggy calls any hook (``hook(**kwargs)``), so
+hook wrappers, ``tryfirst``/``trylast``, conftest scoping and pluggy's tracing all apply.
+To keep each answer attributed to its plugin and one broken plugin from silencing the
+others, a hook-call monitor (``install_guard``) hands pluggy, for our hooks only, each
+implementation wrapped in a guard that records what it returned or raised. The call runs
+on a daemon thread within a deadline. The rules for what an answer may do live in
+``judging``; the built-in exporters (SARIF, GitHub Actions) register here exactly as a
+third-party exporter would.
 """
 
 from __future__ import annotations
@@ -13,70 +16,208 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+import threading
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from pluggy import HookCaller, HookImpl, PluginManager
 
 from pytest_vgate.payload import CheckPayload, Payload
 from pytest_vgate.plugin.settings import option_path
 
 if TYPE_CHECKING:  # judging (and the verifiers it reads answers with) loads when first used
-    from pytest_vgate.plugin.judging import Call, Impl, P
+    from pytest_vgate.plugin.judging import Call, JudgeContext, P
     from pytest_vgate.run_context import RunContext
     from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
 
-
-def _hook_impls(hook: Any) -> list[Impl]:
-    """(plugin name, call) per implementation, in the order pluggy would call them."""
-    found: list[Impl] = []
-    for impl in reversed(hook.get_hookimpls()):
-        if impl.hookwrapper or impl.wrapper:
-            continue
-        found.append((impl.plugin_name, functools.partial(_call_impl, impl)))
-    return found
+OUR_HOOKS = frozenset({"pytest_vgate_judge", "pytest_vgate_adjust_verdict", "pytest_vgate_report"})
 
 
-def _call_impl(impl: Any, **kwargs: Any) -> object:
-    return impl.function(*(kwargs[name] for name in impl.argnames))
+def wrappers_of(hook: str) -> str:
+    """The name an answer gets when a hook wrapper, not an implementation, gave it."""
+    return f"a hook wrapper of {hook}"
+
+
+class _Raised:
+    """What a guarded implementation returns in place of raising: an answer, so that a
+    ``firstresult`` hook stops at it as it would stop at the exception."""
+
+
+class _Recorder:
+    """The answers of one guarded hook call, in the order pluggy called the implementations."""
+
+    def __init__(self, copy_of: Callable[[], object] | None, firstresult: bool) -> None:
+        self.answers: list[tuple[str, Call]] = []
+        self.running: str | None = None
+        self.copy_of = copy_of  # pytest_vgate_report: each implementation its own report
+        self.firstresult = firstresult
+
+    def guard(self, impl: HookImpl) -> Callable[..., object]:
+        from pytest_vgate.plugin.judging import Call
+
+        function = impl.function
+        name = impl.plugin_name
+        report_at = impl.argnames.index("report") if "report" in impl.argnames else None
+
+        @functools.wraps(function)
+        def guarded(*args: object) -> object:
+            if report_at is not None and self.copy_of is not None:
+                args = (*args[:report_at], self.copy_of(), *args[report_at + 1 :])
+            self.running = name
+            try:
+                value = function(*args)
+            # Catch-all by design: plugin code's exceptions become a verdict, never a crash.
+            except BaseException as exc:  # noqa: BLE001
+                self.answers.append(
+                    (name, Call(error=exc, error_text=traceback.format_exc(limit=8)))
+                )
+                return _Raised() if self.firstresult else None
+            finally:
+                self.running = None
+            self.answers.append((name, Call(value=value)))
+            return value
+
+        return guarded
+
+
+_CURRENT = threading.local()  # .recorder: the _Recorder of the hook call on this thread
+
+
+def install_guard(pluginmanager: PluginManager) -> Callable[[], None]:
+    """Wrap our hooks' implementations in a recording guard for guarded calls; returns the
+    undo. Other hooks, and our hooks called by someone else, pass through untouched."""
+
+    def before(hook_name: str, hook_impls: Sequence[HookImpl], kwargs: Mapping[str, Any]) -> None:
+        recorder = getattr(_CURRENT, "recorder", None)
+        if hook_name not in OUR_HOOKS or recorder is None or not isinstance(hook_impls, list):
+            return
+        _CURRENT.recorder = None  # a hook called from inside an implementation is its own
+        for i, impl in enumerate(hook_impls):
+            if not (impl.wrapper or impl.hookwrapper):
+                hook_impls[i] = HookImpl(
+                    impl.plugin, impl.plugin_name, recorder.guard(impl), impl.opts
+                )
+
+    def after(outcome: object, hook_name: str, hook_impls: object, kwargs: object) -> None:
+        return None
+
+    return pluginmanager.add_hookcall_monitoring(before, after)
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """How one guarded call of a vgate hook went: each implementation's answer, attributed,
+    and the call as a whole (its result after the wrappers, or a wrapper's exception, or
+    the deadline, with the plugin that was running then)."""
+
+    answers: tuple[tuple[str, Call], ...]
+    whole: Call
+    running: str | None
+
+    def result_answers(self, hook: str) -> list[tuple[str, Call]]:
+        """What the call's result holds that no implementation answered: a wrapper's."""
+        from pytest_vgate.plugin.judging import Call
+
+        value = self.whole.value
+        given = {id(call.value) for _, call in self.answers}
+        items = value if isinstance(value, list) else [] if value is None else [value]
+        return [
+            (wrappers_of(hook), Call(value=item))
+            for item in items
+            if id(item) not in given and not isinstance(item, _Raised)
+        ]
+
+    def failure(self, hook: str) -> tuple[str, Call] | None:
+        """The call itself failed: a deadline (blamed on the plugin running then) or a
+        wrapper that raised."""
+        if self.whole.timed_out:
+            return (self.running or wrappers_of(hook), self.whole)
+        if self.whole.error is not None:
+            return (wrappers_of(hook), self.whole)
+        return None
+
+
+def call_guarded(
+    hook: HookCaller,
+    kwargs: Mapping[str, object],
+    timeout: float,
+    *,
+    copy_of: Callable[[], object] | None = None,
+) -> HookCall:
+    """Call ``hook(**kwargs)`` through pluggy on a daemon thread, within ``timeout``."""
+    from pytest_vgate.plugin.judging import call_with_deadline
+
+    recorder = _Recorder(copy_of, bool(hook.spec and hook.spec.opts.get("firstresult")))
+
+    def call() -> object:
+        _CURRENT.recorder = recorder
+        try:
+            return hook(**kwargs)
+        finally:
+            _CURRENT.recorder = None
+
+    whole = call_with_deadline(call, timeout, hook.name)
+    return HookCall(answers=tuple(recorder.answers), whole=whole, running=recorder.running)
 
 
 def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None] | None:
     """The ``RunContext.judge`` of an item: its judges, or None when there is none."""
+    hook = item.ihook.pytest_vgate_judge
+    if not _has_impls(hook):
+        return None
     from pytest_vgate.plugin.judging import make_judge
 
-    return make_judge(_hook_impls(item.ihook.pytest_vgate_judge))
+    return make_judge(functools.partial(ask_judges, hook))
+
+
+def _has_impls(hook: HookCaller) -> bool:
+    return bool(hook.get_hookimpls())
+
+
+def ask_judges(hook: HookCaller, gate: Gate, context: JudgeContext) -> tuple[str, Call] | None:
+    """The deciding answer of the judges (first result), attributed; None: no answer."""
+    name = hook.name
+    done = call_guarded(hook, {"gate": gate, "context": context}, context.remaining())
+    failed = done.failure(name)
+    if failed is not None:
+        return failed
+    value = done.whole.value
+    if value is None:
+        return None
+    for plugin, call in done.answers:
+        if call.value is value:
+            return plugin, call
+    if isinstance(value, _Raised):  # the last answer raised
+        return done.answers[-1]
+    return wrappers_of(name), done.whole  # a wrapper's own answer
 
 
 def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
-    """Offer a gate's final verdict to every adjuster; keep only the stricter answers."""
-    impls = _hook_impls(item.ihook.pytest_vgate_adjust_verdict)
-    if not impls:
+    """Offer a gate's final verdict to every adjuster; keep only the stricter answers.
+
+    Every implementation's answer counts, whatever a wrapper made of the result list; a
+    wrapper's own answers count too, held to the same rule.
+    """
+    hook = item.ihook.pytest_vgate_adjust_verdict
+    if not _has_impls(hook):
         return payload
-    from pytest_vgate.plugin.judging import (
-        Call,
-        apply_adjustments,
-        call_with_deadline,
-        verdict_of_payload,
-    )
+    from pytest_vgate.plugin.judging import Call, apply_adjustments, verdict_of_payload
 
     try:
         verdict = verdict_of_payload(payload)
     except (KeyError, TypeError, ValueError) as exc:  # a payload we cannot read: fail closed
         return apply_adjustments(payload, [("pytest-vgate", Call(error=exc))])
     timeout = gate.timeout if gate.timeout is not None else _default_timeout(item)
-    proposals: list[tuple[str, Call]] = []
-    for name, fn in impls:
-        proposals.append(
-            (
-                name,
-                call_with_deadline(
-                    functools.partial(fn, gate=gate, verdict=verdict), timeout, f"adjust {name}"
-                ),
-            )
-        )
+    done = call_guarded(hook, {"gate": gate, "verdict": verdict}, timeout)
+    proposals = [*done.answers, *done.result_answers(hook.name)]
+    failed = done.failure(hook.name)
+    if failed is not None:
+        proposals.append(failed)
     return apply_adjustments(payload, proposals)
 
 
@@ -87,21 +228,26 @@ def _default_timeout(item: pytest.Item) -> float:
 
 
 def emit_report(config: pytest.Config, report: Mapping[str, Any], timeout: float) -> list[str]:
-    """Call every ``pytest_vgate_report`` implementation with its own copy of the report.
+    """Call ``pytest_vgate_report`` once, each implementation with its own copy of the report.
 
-    Returns warnings for the summary: an exporter that raises or outlives ``timeout``
-    degrades the record, never the session.
+    Returns warnings for the summary: an exporter that raises, or a call that outlives
+    ``timeout``, degrades the record, never the session.
     """
-    impls = _hook_impls(config.hook.pytest_vgate_report)
-    if not impls:  # no exporter: the report need not be encoded at all
+    hook = config.hook.pytest_vgate_report
+    if not _has_impls(hook):  # no exporter: the report need not be encoded at all
         return []
-    from pytest_vgate.plugin.judging import call_with_deadline, describe
+    from pytest_vgate.plugin.judging import describe
 
     text = json.dumps(report, default=str)
+    done = call_guarded(
+        hook, {"report": json.loads(text)}, timeout, copy_of=lambda: json.loads(text)
+    )
+    problems = [*done.answers]
+    failed = done.failure(hook.name)
+    if failed is not None:
+        problems.append(failed)
     warnings = []
-    for name, fn in impls:
-        copy = json.loads(text)
-        call = call_with_deadline(functools.partial(fn, report=copy), timeout, f"report {name}")
+    for name, call in problems:
         if call.timed_out:
             warnings.append(
                 f"the pytest_vgate_report hook of {name!r} did not finish within {timeout:g}s; "

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_vgate import paths
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.payload import TestPayload
 from pytest_vgate.plugin import VERIFIER_MODULE, gcfreeze, guard, wire
@@ -27,7 +28,7 @@ from pytest_vgate.plugin.exit_status import (
     is_vgate_item,
     source_marks,
 )
-from pytest_vgate.plugin.extending import register_exporters
+from pytest_vgate.plugin.extending import install_guard, register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
@@ -47,6 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
         starting_path=STARTING_PATH,
     )
     config.stash[RESOURCES] = res
+    config.add_cleanup(install_guard(config.pluginmanager))  # our hooks, held to our rules
     loaded: list[GatesFile] = []
     guard.install_sigterm(config, settings)
     _warn_about_idle_options(config, settings)
@@ -265,15 +267,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return lines or None
     for path in res.settings.gates_files:
         loaded = res.gates_files.get(path.resolve())
-        shown = _rel(path, config.rootpath)
+        label = paths.shown(path, config.rootpath)
         count = len(loaded.gates) if isinstance(loaded, GatesFile) else 0
         lines.append(
-            f"vgate: {shown} ({count} gate{'' if count == 1 else 's'})"
+            f"vgate: {label} ({count} gate{'' if count == 1 else 's'})"
             if isinstance(loaded, GatesFile)
-            else f"vgate: {shown} (invalid: see collection errors)"
+            else f"vgate: {label} (invalid: see collection errors)"
         )
     for path in res.settings.cite_files:
-        lines.append(f"vgate: citations in {_rel(path, config.rootpath)}")
+        lines.append(f"vgate: citations in {paths.shown(path, config.rootpath)}")
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
             carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
@@ -291,13 +293,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         for inventory in res.inventories.values():
             lines.extend(f"vgate tool: {line}" for line in inventory.summary_lines())
     return lines
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 @pytest.hookimpl(tryfirst=True)

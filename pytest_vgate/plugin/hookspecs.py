@@ -1,8 +1,8 @@
 """pytest-vgate's own hooks, added with ``pytest_addhooks`` (docs/extending.md).
 
 Implement them in a plugin (``-p mymodule``, a ``pytest11`` entry point) or a conftest
-file. pytest-vgate calls every implementation on its own, one after the other in pluggy's
-order, and holds it to the fail-closed rules: hook wrappers are not called for these hooks.
+file. pytest-vgate calls them through pluggy, so hook wrappers, ``tryfirst`` and
+``trylast`` apply, and holds every implementation and wrapper to the fail-closed rules.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ the process exits, and its late answer is ignored. Core module: never imports py
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 import traceback
@@ -27,9 +26,6 @@ from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 from pytest_vgate.verifiers import Outcome
 
 P = TypeVar("P", bound=CheckPayload)
-
-# A hook implementation bound to its plugin's name: (name, call(**kwargs)).
-Impl = tuple[str, Callable[..., object]]
 
 
 @dataclass(frozen=True)
@@ -154,16 +150,12 @@ def verdict_from_judgment(call: Call, plugin: str, timeout: float) -> Verdict | 
 
 
 def make_judge(
-    impls: Sequence[Impl],
-) -> Callable[[Gate, RunContext], Verdict | None] | None:
-    """A judge for ``RunContext.judge`` from hook implementations, in call order.
-
-    First result wins (``firstresult``): the first implementation that does not return
-    None decides; one that raises or hangs decides too (as a failure). All of them share
-    the gate's one deadline. None when there is no implementation at all.
+    ask: Callable[[Gate, JudgeContext], tuple[str, Call] | None],
+) -> Callable[[Gate, RunContext], Verdict | None]:
+    """A judge for ``RunContext.judge``: ``ask`` calls the judges (first result) and gives
+    the deciding answer with the plugin that gave it, or None when none answered. A judge
+    that raises or hangs decides too, as a failure. All share the gate's one deadline.
     """
-    if not impls:
-        return None
 
     def judge(gate: Gate, ctx: RunContext) -> Verdict | None:
         timeout = gate_timeout(gate, ctx)
@@ -173,16 +165,11 @@ def make_judge(
             timeout=timeout,
             deadline=time.monotonic() + timeout,
         )
-        for name, fn in impls:
-            call = call_with_deadline(
-                functools.partial(fn, gate=gate, context=context),
-                context.remaining(),
-                f"judge {name}",
-            )
-            verdict = verdict_from_judgment(call, name, timeout)
-            if verdict is not None:
-                return verdict
-        return None
+        answer = ask(gate, context)
+        if answer is None:
+            return None
+        name, call = answer
+        return verdict_from_judgment(call, name, timeout)
 
     return judge
 

@@ -21,11 +21,13 @@ from types import SimpleNamespace
 from typing import Any, TextIO
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.paths import relative
 from pytest_vgate.payload import (
     MissingPayload,
     Payload,
     PayloadError,
     PayloadKind,
+    document_order,
     payload_of_entry,
 )
 from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
@@ -73,9 +75,10 @@ def _source_file(entry: Mapping[str, Any]) -> tuple[str, int]:
     return (path, int(line)) if path and line.isdigit() else (source, 0)
 
 
-def _rel(path: str, rootdir: str | None) -> str:
+def _shard_relative(path: str, rootdir: str | None) -> str:
+    """A gates file as every shard names it: relative to its own rootdir."""
     if rootdir and os.path.isabs(path):
-        return os.path.relpath(path, rootdir)
+        return relative(path, rootdir, climb=True)
     return path
 
 
@@ -108,7 +111,7 @@ def merge_reports(
         for entry in shard.get("gates", ()):
             key = str(entry.get("nodeid") or entry.get("id"))
             source, _ = _source_file(entry)
-            entry = {**entry, "_file": _rel(source, shard_root) if source else ""}
+            entry = {**entry, "_file": _shard_relative(source, shard_root) if source else ""}
             # A verifier's or a marked test's source is a test module, not a gates file.
             if entry["_file"] and entry.get("kind") in _FROM_GATES_FILES:
                 named[entry["_file"]] = None
@@ -147,7 +150,7 @@ def merge_reports(
         missing.extend(_unchecked_documents(rel, loaded.citations, citations, documents, root))
     ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
     entries = [{k: v for k, v in e.items() if k != "_file"} for e in ordered] + missing
-    cited = sorted(citations.values(), key=_document_order)
+    cited = sorted(citations.values(), key=lambda entry: document_order(entry.get("result")))
     return {
         "version": REPORT_VERSION,
         "rootdir": root,
@@ -176,7 +179,7 @@ def _unchecked_documents(
     }
     missing = []
     for document in cited:
-        shown = Path(os.path.relpath(document, root)).as_posix()
+        shown = relative(document, root, climb=True)
         try:
             expected = parse_citations(document)
         except (OSError, ValueError):
@@ -211,11 +214,6 @@ def _missing_document(rel: str, document: str, what: str) -> dict[str, Any]:
 
 def _line(entry: Mapping[str, Any]) -> int:
     return _source_file(entry)[1]
-
-
-def _document_order(entry: Mapping[str, Any]) -> tuple[str, int]:
-    cited = (entry.get("result") or {}).get("citation") or {}
-    return str(cited.get("document", "")), int(cited.get("offset", 0))
 
 
 def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import Any
 from pytest_vgate.baseline import BaselineError, BaseTrees, toplevel
 from pytest_vgate.evidence import Ledger, Record, tree_state
 from pytest_vgate.evidence.proof import Evidence
+from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.spec import GatesFile
@@ -47,10 +48,6 @@ def host_identity() -> str:
     return f"{socket.gethostname()}/{boot}"
 
 
-def _rel(path: Path, rootdir: Path) -> str:
-    return os.path.relpath(os.path.realpath(path), os.path.realpath(rootdir))
-
-
 def origin_payload(res: Resources, rootdir: Path, roots: Iterable[Path]) -> dict[str, Any]:
     """What the controller sends so that a worker can tell whether it is elsewhere, and
     what it must match: per gates root (relative to the rootdir) commit, dirty digest,
@@ -60,7 +57,7 @@ def origin_payload(res: Resources, rootdir: Path, roots: Iterable[Path]) -> dict
         evidence = res.evidence_for(root)
         inventory = res.inventory_for(root)
         trees = res.base_trees.get(str(root))
-        described[_rel(root, rootdir)] = {
+        described[relative(root, rootdir, resolve=True, climb=True)] = {
             "commit": evidence.tree.commit,
             "dirty": evidence.tree.dirty,
             "tools": {
@@ -103,7 +100,7 @@ def adopt_remote(
     theirs_by_rel: Mapping[str, Any] = origin.get("roots", {})
     for root in dict.fromkeys(g.root for g in loaded):
         files = [g for g in loaded if g.root == root]
-        rel = _rel(root, rootdir)
+        rel = relative(root, rootdir, resolve=True, climb=True)
         found = problems.setdefault(str(root), [])
         theirs = theirs_by_rel.get(rel)
         if theirs is None:

@@ -27,6 +27,7 @@ from pytest_vgate.payload import (
     MissingPayload,
     Payload,
     VerifierPayload,
+    document_order,
 )
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.table import leading_sentences, table_rows, wrap
@@ -248,7 +249,7 @@ def _citations(summary: SummaryInput) -> list[CitationPayload]:
     """The citation payloads in document order: under xdist reports arrive in any order,
     and the summary must not depend on it."""
     found = (p for p in summary.citations if isinstance(p, CitationPayload))
-    return sorted(found, key=_document_order)
+    return sorted(found, key=lambda payload: document_order(payload.result))
 
 
 def citation_documents(summary: SummaryInput) -> list[Line]:
@@ -291,11 +292,6 @@ def citation_result(summary: SummaryInput) -> list[Line]:
         for c in _citations(summary)
     ]
     return [Line(line) for line in summary_block(results, summary.rootpath).splitlines()]
-
-
-def _document_order(payload: CitationPayload) -> tuple[str, int]:
-    cited = payload.result["citation"]
-    return str(cited["document"]), int(cited["offset"])
 
 
 SECTIONS: tuple[Section, ...] = (

@@ -92,13 +92,16 @@ def _is_pytest_fail(exc: BaseException) -> bool:
 
 
 def classify_exception(exc: BaseException, during: str = "") -> tuple[Mode, str]:
-    """Exception -> error (unavailable for a missing tool); ``pytest.fail()`` -> fail; any
-    other BaseException -> panic."""
+    """A failed ``assert`` or ``pytest.fail()`` in the verifier -> fail (its answer, as for
+    a test); any other Exception -> error (unavailable for a missing tool); any other
+    BaseException -> panic. While importing (``during``) nothing is an answer yet."""
     prefix = f"{during}: " if during else ""
     if isinstance(exc, ToolUnavailableError):
         return Mode.UNAVAILABLE, f"{prefix}{exc}"
     if _is_pytest_fail(exc) and not during:
         return Mode.FAIL, bounded(f"pytest.fail(): {_message(exc)}")
+    if isinstance(exc, AssertionError) and not during:
+        return Mode.FAIL, f"assertion failed: {_exception_text(exc)}"
     if isinstance(exc, Exception):
         return Mode.ERROR, f"{prefix}raised {_exception_text(exc)}"
     return Mode.PANIC, (

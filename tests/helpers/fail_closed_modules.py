@@ -11,6 +11,7 @@ import textwrap
 # fault name -> (body of the verifier, expected vgate_mode, expected vgate_cause)
 FAULTS: dict[str, tuple[str, str, str]] = {
     "raises": ('raise ValueError("boom from the verifier")', "error", "broken_test"),
+    "asserts": ('assert 1 == 2, "the verifier answers no"', "fail", "product"),
     "system_exit_0": ("raise SystemExit(0)", "panic", "broken_test"),
     "spin": ("while True:\n        pass", "timeout", "environment"),
     "sleep_in_c": ("time.sleep(300)", "timeout", "environment"),
