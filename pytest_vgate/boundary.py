@@ -9,7 +9,7 @@ turns it into a failed answer with a mode (docs/modes.md, "Internal errors"):
 - a verifier's child: ``verifiers.child.child_main`` (answers ``internal``: mode ``error``);
 - a verifier zygote: ``verifiers.zygote._import`` (the module's import is its answer);
 - the shepherd: ``process.shepherd.main`` (answers ``fatal``);
-- the coverage bootstrap in a check's Python: ``evidence.measure.BOOTSTRAP`` (``_vgate_start``).
+- the measurement in a check's Python: ``evidence.bootstrap._start`` ("not measured").
 
 Any other catch-all in the package is listed, with the reason it must catch everything
 there, in ``tests/test_boundaries.py``; a new one fails that test.

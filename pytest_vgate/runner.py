@@ -176,8 +176,8 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             path_prefix=(toolchain,),
         )
         probe = start_measuring(ctx.measure, cell, env) if ctx.measure is not None else None
-        measured = probe if isinstance(probe, Measured) else None
-        if probe is not None and not isinstance(probe, Measured):
+        measured: Measured | None = None
+        if probe is not None:
             env = probe.env
         result = run_process(
             argv,
@@ -189,7 +189,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             shepherds=ctx.shepherds,
             need_pid=False,  # a gate's verdict never names the pid: one answer per check
         )
-        if probe is not None and not isinstance(probe, Measured):
+        if probe is not None:
             measured = probe.collect()
     verdict = verdict_from_process(gate, result, timeout=timeout, tools=(record,))
     if measured is not None:

@@ -29,7 +29,7 @@ BOUNDARIES = {
     "a verifier child": ("pytest_vgate.verifiers.child:child_main", 2),
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
-    "the coverage bootstrap": ("pytest_vgate.evidence.measure.BOOTSTRAP:_vgate_start", 1),
+    "the measurement in a check's Python": ("pytest_vgate.evidence.bootstrap:_start", 1),
 }
 
 # Every other catch-all, and why it must catch everything where it is.
@@ -55,10 +55,11 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.control:stop_base": "stopping goes on whatever one step raised",
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
-    "pytest_vgate.evidence.measure.BOOTSTRAP:_chain": "the user's own sitecustomize",
-    "pytest_vgate.evidence.measure.BOOTSTRAP:_start_probes": "probes that cannot start",
-    "pytest_vgate.evidence.measure_lines:_compile": "in the check's process: a file left unprobed",
-    "pytest_vgate.evidence.measure_lines:_swap": "a cached file left unprobed",
+    "pytest_vgate.evidence.bootstrap:_audit.hook": "an audit hook in the check: says, never raises",
+    "pytest_vgate.evidence.bootstrap:_monitor.py_start": "monitoring callback: says, never raises",
+    "pytest_vgate.evidence.bootstrap:_monitor.line": "monitoring callback: says, never raises",
+    "pytest_vgate.evidence.bootstrap:_tracer.local_of.local": "a tracer: says, never raises",
+    "pytest_vgate.evidence.bootstrap:_tracer.trace": "a tracer: says, never raises",
     "pytest_vgate.process.origin._PROBE:<module>": "find_spec imports parent packages: user code",
 }
 JUSTIFIED_COUNTS = {

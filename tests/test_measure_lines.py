@@ -1,9 +1,9 @@
-"""The probes (pytest_vgate/evidence/measure_lines.py) against coverage.py, on real checks.
+"""The engines that measure a check against coverage.py, on real checks.
 
-Every check runs three times on the same tree: probes (compiling the file afresh), then
-coverage.py (the tracer, the engine the probes replace on Python < 3.12), then probes
-again (now from the bytecode cache the first runs left). The probes must report exactly
-the changed lines coverage.py reports, and never one that did not run.
+Every check runs under each engine this interpreter has (``sys.monitoring`` on Python
+3.12+, ``sys.settrace`` everywhere) and under coverage.py itself (started by
+``COVERAGE_PROCESS_START`` in every process, as a user would): the engines must report
+exactly the statements coverage.py reports, and never one that did not run.
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ import pytest
 from pytest_vgate.evidence.change import Change, executable_lines
 from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec, _read
 from pytest_vgate.gate_result import measure_change
-from pytest_vgate.process import bytecode
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping
 
-pytestmark = pytest.mark.skipif(
-    sys.implementation.name != "cpython" or sys.version_info >= (3, 12),
-    reason="the probes measure CPython < 3.12 only; coverage.py's sysmon core does after",
-)
+ENGINES = ("auto", "settrace") if sys.version_info >= (3, 12) else ("auto",)
 
 PY = shlex.quote(sys.executable)
 
@@ -150,6 +146,31 @@ def run(root: Path, check: str, files: list[str], engine: str = "auto") -> Measu
     return measured
 
 
+def reference(root: Path, check: str, files: list[str], tmp: Path) -> dict[str, frozenset[int]]:
+    """What coverage.py itself records of ``files`` when the check runs unmeasured by us."""
+    from coverage import CoverageData
+
+    data = tmp / "reference"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    rc = tmp / "reference.rc"
+    include = "".join(f"\n    {os.path.realpath(root / f)}" for f in files)
+    rc.write_text(f"[run]\nparallel = True\ndata_file = {data / '.coverage'}\ninclude ={include}\n")
+    gate = gate_from_mapping(
+        {"id": "g", "check": check, "env": {"set": {"COVERAGE_PROCESS_START": str(rc)}}},
+        root=root,
+    )
+    run_check(gate, RunContext(root=root))
+    found: dict[str, set[int]] = {}
+    for part in data.glob(".coverage*"):
+        read = CoverageData(basename=str(part))
+        read.read()
+        for path in read.measured_files():
+            found.setdefault(os.path.realpath(path), set()).update(read.lines(path) or ())
+    assert found or not files, "coverage.py recorded nothing: is its .pth installed?"
+    return {path: frozenset(lines) for path, lines in found.items()}
+
+
 def seen(measured: Measured, root: Path, rel: str) -> frozenset[int] | None:
     """The statements of ``rel`` the run executed; None: the file never ran."""
     real = os.path.realpath(root / rel)
@@ -158,19 +179,25 @@ def seen(measured: Measured, root: Path, rel: str) -> frozenset[int] | None:
     return measured.files[real] & statements(root / rel)
 
 
-def both(root: Path, check: str, files: list[str], probed: bool = True) -> Measured:
-    """Run ``check`` with probes, coverage.py, probes; the probes' runs must equal
-    coverage's on every file; returns the last probes run."""
-    first = run(root, check, files)
-    traced = run(root, check, files, engine="coverage")
-    again = run(root, check, files)
-    assert traced.measured and traced.probed == 0
-    for probes in (first, again):
-        assert probes.measured, probes.reason
-        assert (probes.probed >= 1) is probed  # the probes measured it, not coverage.py
+def both(root: Path, check: str, files: list[str]) -> Measured:
+    """Run ``check`` under every engine and under coverage.py; every engine must report
+    coverage's statements on every file; returns the last engine's run."""
+    tmp = root.parent / f"{root.name}-coverage"
+    expected = reference(root, check, files, tmp)
+    measured = None
+    for engine in ENGINES:
+        measured = run(root, check, files, engine)
+        assert measured.measured, measured.reason
+        wanted = "settrace" if engine == "settrace" or sys.version_info < (3, 12) else "monitoring"
+        assert set(measured.engines) == {wanted}
         for rel in files:
-            assert seen(probes, root, rel) == seen(traced, root, rel), rel
-    return again
+            real = os.path.realpath(root / rel)
+            traced = expected.get(real)
+            assert seen(measured, root, rel) == (
+                None if traced is None else traced & statements(root / rel)
+            ), (engine, rel)
+    assert measured is not None
+    return measured
 
 
 def tags(root: Path, measured: Measured, rel: str = "pkg/mod.py") -> set[str]:
@@ -203,7 +230,7 @@ def test_an_import_runs_only_the_module_level_lines(project: Path) -> None:
 
 def test_lines_that_never_ran_are_never_reported(project: Path) -> None:
     """A while body never entered, a generator never iterated, a bare except never
-    reached, a function never called: the probes in front of them never fire."""
+    reached, a function never called: none of them is reported."""
     check = "import pkg.mod as m; m.loop(3); m.gen(); m.handler(1); m.decorated(2)"
     measured = both(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
     assert tags(project, measured) == {
@@ -216,21 +243,19 @@ def test_a_line_reached_only_in_a_subprocess(project: Path) -> None:
     outer = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {inner!r}])"
     check = f"sh -c {shlex.quote(f'{sys.executable} -c {shlex.quote(outer)}')}"
     measured = both(project, check, ["pkg/mod.py"])
-    assert measured.processes == 2 and measured.probed == 2
+    assert measured.processes == 2
     assert {"except", "except-body"} <= tags(project, measured)
 
 
 def test_a_script_that_imports_the_changed_file(project: Path) -> None:
-    measured = both(project, f"{PY} script.py", ["pkg/mod.py", "script.py"], probed=False)
+    measured = both(project, f"{PY} script.py", ["pkg/mod.py", "script.py"])
     assert {"inner", "lambda", "comprehension"} <= tags(project, measured)
-    # script.py is itself a target: `python script.py` is compiled before any hook, so
-    # that process is measured by coverage.py, and still reports the same lines.
     assert seen(measured, project, "script.py") == {1, 3}
 
 
-def test_the_changed_file_run_as_a_script_falls_back_to_coverage(project: Path) -> None:
-    measured = both(project, f"{PY} pkg/mod.py", ["pkg/mod.py"], probed=False)
-    assert measured.probed == 0 and measured.processes == 1
+def test_the_changed_file_run_as_a_script(project: Path) -> None:
+    measured = both(project, f"{PY} pkg/mod.py", ["pkg/mod.py"])
+    assert measured.processes == 1
     assert "main" in tags(project, measured)
 
 
@@ -251,39 +276,34 @@ def test_a_file_run_by_runpy_or_exec(project: Path, check: str) -> None:
 
 
 def test_a_changed_test_module_under_pytest_assertion_rewriting(project: Path) -> None:
-    """pytest compiles a test module itself (and caches it): probed both times, and no
-    cache keeps a probe."""
+    """pytest compiles a test module itself (and caches it): measured both times."""
     check = f"{PY} -m pytest -q -p no:cacheprovider tests/test_mod.py"
     measured = both(project, check, ["pkg/mod.py", "tests/test_mod.py"])
     assert tags(project, measured, "tests/test_mod.py") == {"test-assert", "test-values"}
     assert {"except", "decorated-body"} <= tags(project, measured)
-    prefix = bytecode.cache_prefix()
-    assert prefix is not None
-    cached = [p for tree in bytecode.mirror_of(prefix, project) for p in tree.rglob("*.pyc")]
-    assert any("pytest" in p.name for p in cached)  # pytest's rewritten cache is there
-    assert any(p.name.startswith("mod.") for p in cached)  # and importlib's
-    assert not [p for p in cached if b"_@vgate" in p.read_bytes()]
+    again = both(project, check, ["pkg/mod.py", "tests/test_mod.py"])  # from the caches
+    assert tags(project, again, "tests/test_mod.py") == {"test-assert", "test-values"}
 
 
-def test_os_exit_keeps_what_ran(project: Path) -> None:
-    """Hits are written as they happen: a check leaving by os._exit is measured (the
-    tracer saves nothing then)."""
-    check = "import os, pkg.mod as m; m.handler(0); os._exit(3)"
-    measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
-    assert measured.measured and measured.probed == 1 and measured.unfinished == 0
-    assert {"except", "except-body"} <= tags(project, measured)
+def test_os_exit_and_a_kill_keep_what_ran(project: Path) -> None:
+    """Records are written as they happen: a check leaving by ``os._exit``, or killed,
+    is measured up to its end."""
+    for leave in ("os._exit(3)", "os.kill(os.getpid(), 9)"):
+        check = f"import os, pkg.mod as m; m.handler(0); {leave}"
+        measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
+        assert measured.measured and measured.processes == 1, leave
+        assert {"except", "except-body"} <= tags(project, measured), leave
 
 
 def test_a_compiled_binary_check_is_unmeasured(project: Path) -> None:
-    for engine in ("auto", "coverage"):
+    for engine in ENGINES:
         measured = run(project, "sh -c 'echo hello; true'", ["pkg/mod.py"], engine)
         assert not measured.measured
         assert "no Python process" in measured.reason
 
 
-def test_a_match_case_line_counts_only_when_it_matched(project: Path) -> None:
-    """coverage.py records a ``case`` line whenever its pattern was tried; the probes only
-    when it matched (a stricter answer, never a wider one)."""
+def test_a_match_case_line_counts_as_coverage_counts_it(project: Path) -> None:
+    """coverage.py records a ``case`` line whenever its pattern was tried: so do we."""
     (project / "pkg" / "cases.py").write_text(
         textwrap.dedent(
             """\
@@ -296,36 +316,31 @@ def test_a_match_case_line_counts_only_when_it_matched(project: Path) -> None:
             """
         )
     )
-    check = f"{PY} -c 'import pkg.cases as c; c.pick(2)'"
-    probes = run(project, check, ["pkg/cases.py"])
-    traced = run(project, check, ["pkg/cases.py"], engine="coverage")
-    assert seen(traced, project, "pkg/cases.py") == {1, 2, 3, 5, 6}
-    assert seen(probes, project, "pkg/cases.py") == {1, 2, 5, 6}
+    measured = both(project, f"{PY} -c 'import pkg.cases as c; c.pick(2)'", ["pkg/cases.py"])
+    assert seen(measured, project, "pkg/cases.py") == {1, 2, 3, 5, 6}
 
 
-def test_a_changed_line_in_a_file_that_is_not_a_target_is_not_probed(project: Path) -> None:
-    """Only the files asked about are probed; the rest of the tree runs as compiled."""
+def test_a_file_that_is_not_a_target_is_not_recorded(project: Path) -> None:
     measured = run(project, f"{PY} -c {shlex.quote(CALLS)}", ["script.py"])
-    assert measured.measured and measured.probed == 1
+    assert measured.measured and measured.processes == 1
     assert measured.files == {}
 
 
-def test_unreadable_probe_data_is_unmeasured_not_empty(tmp_path: Path) -> None:
-    (tmp_path / "started.1.ab").write_text("probes python")
-    (tmp_path / "finished.1.ab").write_text("")
-    (tmp_path / "lines.1.ab").write_text("f 0\nl 0 7\n")
-    good = _read(tmp_path, ["/src/a.py"])
-    assert good.measured and good.files == {"/src/a.py": {7}} and good.probed == 1
-    for bad in ("l 0\n", "l 1 7\n", "x 0\n", "l 0 -3\n", "f -1\n"):
-        (tmp_path / "lines.1.ab").write_text(bad)
-        measured = _read(tmp_path, ["/src/a.py"])
+def test_unreadable_measurement_data_is_unmeasured_not_empty(tmp_path: Path) -> None:
+    path = os.fsencode("/src/a.py").hex()
+    (tmp_path / "lines.1.ab").write_text(f"s settrace 70\np 0 {path}\nl 0 7\n")
+    good = _read(tmp_path)
+    assert good.measured and good.files == {"/src/a.py": {7}} and good.processes == 1
+    for bad in ("l 0\n", "l 1 7\n", "q 0\n", "l 0 -3\n", "p -1 00\n", "p 0 zz\n"):
+        (tmp_path / "lines.1.ab").write_text(f"s settrace 70\np 0 {path}\n{bad}")
+        measured = _read(tmp_path)
         assert not measured.measured, bad
-        assert "unreadable probe data" in measured.reason
+        assert "unreadable measurement data" in measured.reason
 
 
-def test_a_change_is_measured_on_its_changed_lines_per_side() -> None:
-    """What the plugin asks for: each side's changed lines on each tree, so the probes
-    (not coverage.py) measure a gate's runs."""
+def test_a_change_is_measured_on_its_changed_files_per_side() -> None:
+    """What the plugin asks for: each side's changed files on each tree, and the lines
+    the judgment will look at."""
     change = Change(
         head_top="/head",
         base_top="/base",
@@ -334,13 +349,14 @@ def test_a_change_is_measured_on_its_changed_lines_per_side() -> None:
         inserted=frozenset(),
     )
     spec = measure_change(change)
-    assert spec.probe_targets() == {
-        "/base/a.py": [3],
-        "/head/a.py": [3, 4],
-        "/base/new.py": [],
-        "/head/new.py": [1],
+    assert dict(spec.lines or ()) == {
+        "/base/a.py": (3,),
+        "/head/a.py": (3, 4),
+        "/base/new.py": (),
+        "/head/new.py": (1,),
     }
-    assert set(spec.include) == set(spec.probe_targets() or ())
+    assert set(spec.include) == {"/base/a.py", "/head/a.py", "/base/new.py", "/head/new.py"}
+    assert spec.spec_text().splitlines()[0] == "engine auto"
 
 
 def _other_python(minor: int) -> str | None:
@@ -357,15 +373,18 @@ def _other_python(minor: int) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("minor", [8, 9, 10])
-def test_the_probes_measure_an_older_cpython_in_the_check(project: Path, minor: int) -> None:
-    """The check's own interpreter runs the probes, whatever pytest-vgate runs on."""
+@pytest.mark.parametrize("minor", [8, 9, 10, 11, 12, 13])
+def test_the_check_s_own_interpreter_is_measured(project: Path, minor: int) -> None:
+    """The check's own interpreter runs the engine, whatever pytest-vgate runs on."""
+    if sys.version_info[:2] == (3, minor):
+        pytest.skip("pytest-vgate's own Python: measured by every other test here")
     python = _other_python(minor)
     if python is None:
         pytest.skip(f"no python3.{minor} here")
     check = f"{shlex.quote(python)} -c {shlex.quote(CALLS)}"
     measured = run(project, check, ["pkg/mod.py"])
-    assert measured.measured and measured.probed == 1, measured.reason
+    assert measured.measured and measured.processes == 1, measured.reason
+    assert measured.engines == ("monitoring" if minor >= 12 else "settrace",)
     assert tags(project, measured) == {
         "import-time", "decorator", "class-body", "inner", "lambda", "comprehension",
         "method", "multiline", "except", "except-body",
@@ -381,8 +400,8 @@ def test_a_rewritten_test_module_that_does_not_start_with_its_imports(
     project: Path, head: str
 ) -> None:
     """pytest puts its own imports, with a start line and no end line, after a module's
-    docstring or ``__future__`` imports (more-itertools' tests/test_more.py): the probes
-    must still compile there, or the test module goes unmeasured."""
+    docstring or ``__future__`` imports (more-itertools' tests/test_more.py): its lines
+    are still the test module's."""
     (project / "tests" / "test_mod.py").write_text(head + TEST)
     check = f"{PY} -m pytest -q -p no:cacheprovider tests/test_mod.py"
     measured = both(project, check, ["pkg/mod.py", "tests/test_mod.py"])

@@ -19,7 +19,6 @@ PACKAGE = Path(pytest_vgate.__file__).parent
 CATCH_ALL = {"Exception", "BaseException"}
 # Module-level strings that are Python run in another process: (module, name).
 SCRIPTS = (
-    ("pytest_vgate.evidence.measure", "BOOTSTRAP"),
     ("pytest_vgate.process.origin", "_PROBE"),
     ("pytest_vgate.verifiers.zygote", "BOOT"),
 )
@@ -93,9 +92,6 @@ def _script_source(module: str, name: str) -> str:
 
     text = getattr(importlib.import_module(module), name)
     assert isinstance(text, str)
-    placeholders = ("@MAJOR@", "@MINOR@", "@COVERAGE_HOME@", "@TARGETS@", "@LINES_HOME@")
-    for placeholder in placeholders:  # measure.BOOTSTRAP's
-        text = text.replace(placeholder, "0")
     return text
 
 

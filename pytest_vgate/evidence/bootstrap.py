@@ -1,0 +1,360 @@
+"""Measure what a check's Python process executes, without the check seeing it.
+
+Copied as ``sitecustomize.py`` into a private folder that ``measure.start`` puts first on
+the check's ``PYTHONPATH``, so every Python process of the check runs it at startup
+(``python -m pytest``, scripts, ``pytest.main``, subprocesses that inherit the
+environment). It runs inside the check's own interpreter, any CPython from 3.8, and uses
+only what every interpreter has loaded by then (``sys``, ``os``): importing anything else
+would show in the check's ``sys.modules``. For the same reason this module has no
+``from __future__ import annotations`` (that loads the ``__future__`` module): its
+annotations are strings, and its type-only imports sit under a false ``TYPE_CHECKING``.
+
+Nothing of the check is rewritten. The interpreter's own hooks report execution:
+
+- Python 3.12+: a ``sys.monitoring`` tool of our own (``TOOL_IDS``, beside coverage.py's
+  id 1), ``PY_START`` for every code object and ``LINE`` only for the measured files' code;
+  every callback returns ``DISABLE``, so each location reports once;
+- before 3.12: ``sys.settrace``, a global tracer that returns a line tracer only for the
+  measured files' frames. Another tracer set later (coverage.py's, a debugger's) replaces
+  it: the process then reports that it could not share the tracer, and its run is
+  ``unmeasured``.
+
+What this process cannot see is reported, never guessed: a Python process it starts with
+an environment that drops the measurement (``env={}`` as tox and nox do, a replaced
+``PYTHONPATH``, ``python -I``/``-E``/``-S``) names itself in the data.
+
+Records go to ``lines.<pid>.<random>`` in the run's folder the moment they happen (open,
+append, close: nothing is lost at ``os._exit`` or a kill, and a check that closes file
+descriptors never gets a record in one of its files): ``s ENGINE EXE`` when measuring
+starts, ``p N PATH`` when a measured file first runs, ``l N LINE`` for each line once,
+``x WHY`` for what could not be measured (texts hex-encoded). Afterwards the folder leaves
+``sys.path`` and ``sitecustomize`` is the one the check would have had (or none), and
+every function left running here carries the file name ``CODE_NAME``, which coverage.py
+and tracebacks treat as no file at all.
+"""
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for mypy only: importing them here would show in sys.modules
+    import types
+    from collections.abc import Callable
+
+DIR_ENV = "PYTEST_VGATE_COVERAGE_DIR"  # the run's data folder
+SPEC_NAME = "spec"  # beside the data folder: what to record and with which engine
+DATA_PREFIX = "lines."
+CODE_NAME = "<pytest-vgate measure>"
+TOOL_IDS = (4, 3)  # free by convention: 0 debugger, 1 coverage, 2 profiler, 5 optimizer
+TOOL_NAME = "pytest-vgate"
+SITE_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"})
+IGNORED_FLAGS = frozenset("IES")  # python flags that skip PYTHONPATH or sitecustomize
+
+
+class _Run:
+    """One measured process: what to record, and the records made so far."""
+
+    def __init__(self, folder: str, home: str, spec: str) -> None:
+        self.out = os.path.join(folder, f"{DATA_PREFIX}{os.getpid()}.{os.urandom(4).hex()}")
+        self.folder = folder
+        self.home = home
+        self.engine = "auto"
+        self.exact: set[str] = set()
+        prefixes: list[str] = []
+        for row in spec.splitlines():
+            kind, _, value = row.partition(" ")
+            if kind == "engine":
+                self.engine = value
+            elif kind == "file":
+                self.exact.add(os.fsdecode(bytes.fromhex(value)))
+            elif kind == "folder":
+                prefixes.append(os.fsdecode(bytes.fromhex(value)))
+        self.prefixes = tuple(prefixes)
+        self.numbers: dict[str, int | None] = {}  # co_filename -> file number, or None
+        self.count = 0
+        self.seen: set[tuple[int, int]] = set()
+        self.said: set[str] = set()
+        self.busy = False  # our own writes raise audit events too
+
+    def put(self, text: str) -> None:
+        try:
+            fd = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, text.encode("ascii"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def say(self, why: str) -> None:
+        """Record what this process could not measure, once per reason."""
+        if why not in self.said:
+            self.said.add(why)
+            self.put(f"x {_hex(why)}\n")
+
+    def number(self, filename: str) -> "int | None":
+        """The file number of a measured file (recording it the first time), else None."""
+        try:
+            return self.numbers[filename]
+        except KeyError:
+            pass
+        found = None
+        if filename and filename[0] != "<":
+            real = os.path.realpath(filename)
+            if real in self.exact or (
+                real.startswith(self.prefixes) and not any(p in real for p in SITE_PARTS)
+            ):
+                found = self.count
+                self.count += 1
+                self.put(f"p {found} {_hex(real)}\n")
+        self.numbers[filename] = found
+        return found
+
+    def hit(self, number: int, line: int) -> None:
+        key = (number, line)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.put(f"l {number} {line}\n")
+
+
+def _hex(text: str) -> str:
+    return os.fsencode(text).hex()
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return os.fsdecode(value)
+    return str(value) if value is not None else ""
+
+
+def _lost(run: _Run, program: object, argv: object, env: object) -> "str | None":
+    """Why a process being started is out of reach of the measurement, or None."""
+    args = [_text(a) for a in argv] if isinstance(argv, (list, tuple)) else [_text(argv)]
+    if program is not None and (not args or _text(program) != args[0]):
+        args.insert(0, _text(program))
+    if not args or (not any("python" in a.lower() for a in args) and not _shebang(args[0], env)):
+        return None  # not a Python process, as far as can be told
+    shown = " ".join(args)[:200]
+    mapping = os.environ if env is None else env
+    try:
+        folder = _text(mapping.get(DIR_ENV) or mapping.get(DIR_ENV.encode()))  # type: ignore[attr-defined]
+        path = _text(mapping.get("PYTHONPATH") or mapping.get(b"PYTHONPATH"))  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # an environment we cannot read: out of reach
+        folder = path = ""
+    if folder != run.folder or run.home not in path.split(os.pathsep):
+        return "a Python process started with an environment that drops the measurement: " + shown
+    for arg in args[1:]:
+        if not arg.startswith("-") or arg.startswith("--") or arg[1:2] in ("c", "m", "W", "X"):
+            break
+        if IGNORED_FLAGS & set(arg[1:]):
+            return f"a Python process started with {arg}, which skips the measurement: {shown}"
+    return None
+
+
+def _shebang(program: str, env: object) -> bool:
+    """Whether ``program`` (found on the child's PATH) is a script run by Python."""
+    where = [program]
+    if os.sep not in program:
+        mapping = os.environ if env is None else env
+        try:
+            found = _text(mapping.get("PATH") or mapping.get(b"PATH"))  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            found = ""
+        where = [os.path.join(d, program) for d in found.split(os.pathsep) if d]
+    for candidate in where:
+        try:
+            fd = os.open(candidate, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            head = os.read(fd, 256)
+        except OSError:
+            head = b""
+        finally:
+            os.close(fd)
+        return head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]
+    return False
+
+
+def _audit(
+    run: _Run, tracer: "Callable[..., object] | None"
+) -> "Callable[[str, tuple[object, ...]], None]":
+    """The audit hook: processes started out of reach, and tracers that replace ours."""
+    spawn = SPAWN_EVENTS
+
+    def hook(event: str, args: "tuple[object, ...]") -> None:
+        if run.busy or (event not in spawn and event != "sys.settrace"):
+            return
+        run.busy = True
+        try:
+            if event == "sys.settrace":
+                if tracer is not None:
+                    _settrace_seen(run, tracer)
+            elif event == "subprocess.Popen":
+                why = _lost(run, args[0], args[1], args[3])
+                if why:
+                    run.say(why)
+            elif event == "os.spawn":
+                why = _lost(run, None, args[2], args[3])
+                if why:
+                    run.say(why)
+            else:  # os.exec, os.posix_spawn: (path, argv, env)
+                why = _lost(run, None, args[1], args[2])
+                if why:
+                    run.say(why)
+        # An interpreter callback in the check: a failure is recorded, never raised there.
+        except Exception as exc:  # noqa: BLE001
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+        finally:
+            run.busy = False
+
+    return hook
+
+
+def _settrace_seen(run: _Run, tracer: "Callable[..., object]") -> None:
+    """``sys.settrace`` is being called: by us (in a new thread), or by another tracer."""
+    caller = sys._getframe(2)
+    threading = sys.modules.get("threading")
+    if (
+        caller.f_code.co_name == "_bootstrap_inner"
+        and getattr(threading, "_trace_hook", None) is tracer
+    ):
+        return
+    where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    run.say(f"a tracer we could not share replaced ours (sys.settrace at {where})")
+
+
+def _monitor(run: _Run) -> None:
+    """Python 3.12+: a ``sys.monitoring`` tool of our own."""
+    mon = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
+    tool = next((t for t in TOOL_IDS if mon.get_tool(t) is None), None)
+    if tool is None:
+        raise RuntimeError(f"no free sys.monitoring tool id among {TOOL_IDS}")
+    mon.use_tool_id(tool, TOOL_NAME)
+    disable = mon.DISABLE
+    line_event = mon.events.LINE
+
+    def py_start(code: "types.CodeType", offset: int) -> object:
+        try:
+            if run.number(code.co_filename) is not None:
+                mon.set_local_events(tool, code, line_event)
+        except Exception as exc:  # noqa: BLE001 - never break the check: say it instead
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+        return disable
+
+    def line(code: "types.CodeType", number: int) -> object:
+        try:
+            found = run.number(code.co_filename)
+            if found is not None:
+                run.hit(found, number)
+        except Exception as exc:  # noqa: BLE001
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+        return disable
+
+    mon.register_callback(tool, mon.events.PY_START, py_start)
+    mon.register_callback(tool, line_event, line)
+    mon.set_events(tool, mon.events.PY_START)
+
+
+def _tracer(run: _Run) -> "Callable[..., object]":
+    """Before Python 3.12: a global tracer that traces only the measured files' frames."""
+    local_for: dict[int, Callable[..., object]] = {}
+    threads = [True]  # hook threading's tracer once the module is there
+
+    def local_of(found: int) -> "Callable[..., object]":
+        def local(frame: "types.FrameType", event: str, arg: object) -> object:
+            if event == "line":
+                try:
+                    run.hit(found, frame.f_lineno)
+                except Exception as exc:  # noqa: BLE001
+                    run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+            return local
+
+        return local
+
+    def trace(frame: "types.FrameType", event: str, arg: object) -> object:
+        if threads[0]:
+            threading = sys.modules.get("threading")
+            if threading is not None and getattr(threading, "_trace_hook", 0) is None:
+                threading._trace_hook = trace  # type: ignore[attr-defined]
+                threads[0] = False
+        if event != "call":
+            return None
+        try:
+            found = run.number(frame.f_code.co_filename)
+            if found is None:
+                return None
+            if found not in local_for:
+                local_for[found] = local_of(found)
+            return local_for[found]
+        except Exception as exc:  # noqa: BLE001
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+            return None
+
+    return trace
+
+
+def _unseen() -> None:
+    """Give the code of every function here (nested ones included) a file name that is no
+    file, so the check's own coverage never counts this module's work, and tracebacks
+    never show a path of ours."""
+
+    def renamed(code: "types.CodeType") -> "types.CodeType":
+        consts = tuple(renamed(c) if isinstance(c, type(code)) else c for c in code.co_consts)
+        return code.replace(co_filename=CODE_NAME, co_consts=consts)
+
+    kind = type(_unseen)
+    for space in (globals(), vars(_Run)):
+        for value in list(space.values()):
+            if isinstance(value, kind):
+                value.__code__ = renamed(value.__code__)
+
+
+def _start(folder: str, home: str) -> None:
+    """Start measuring this process; any failure is recorded as such, never raised."""
+    run = None
+    try:
+        _unseen()
+        fd = os.open(os.path.join(os.path.dirname(folder), SPEC_NAME), os.O_RDONLY)
+        try:
+            spec = os.read(fd, 1 << 24).decode("ascii")
+        finally:
+            os.close(fd)
+        run = _Run(folder, home, spec)
+        monitoring = sys.version_info >= (3, 12) and run.engine != "settrace"
+        tracer = None
+        if monitoring:
+            _monitor(run)
+        elif sys.gettrace() is not None:  # coverage.py started by a .pth file, say
+            run.say(f"a tracer we could not share was already running ({sys.gettrace()!r})")
+            return
+        else:
+            tracer = _tracer(run)
+            sys.settrace(tracer)  # type: ignore[arg-type]
+        engine = "monitoring" if monitoring else "settrace"
+        run.put(f"s {engine} {_hex(sys.executable or '?')}\n")
+        sys.addaudithook(_audit(run, tracer))
+    # This process's boundary: a broken start is "not measured", never a broken check.
+    except Exception as exc:  # noqa: BLE001
+        if run is None:
+            run = _Run(folder, home, "")
+        run.say(f"measuring could not start: {type(exc).__name__}: {exc}")
+
+
+def _main() -> None:
+    home = os.path.dirname(os.path.abspath(__file__))
+    folder = os.environ.get(DIR_ENV, "")
+    if folder and os.path.isdir(folder):
+        _start(folder, home)
+    # Leave no trace in the check's import state: our folder out of sys.path, and the
+    # name ``sitecustomize`` to the one this one shadows, or to none.
+    while home in sys.path:
+        sys.path.remove(home)
+    sys.path_importer_cache.pop(home, None)
+    del sys.modules[__name__]
+    __import__("sitecustomize")  # ImportError when there is none: site ignores it silently
+
+
+if __name__ == "sitecustomize":
+    _main()
