@@ -46,6 +46,7 @@ GATE_FIELDS = (
     "green",
     "base",
     "coverage",
+    "discrimination",
     "repeat",
     "source",
     "nodeid",
