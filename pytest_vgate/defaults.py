@@ -11,5 +11,7 @@ MAX_TIMEOUT = 86400.0  # one day; larger deadlines overflow some wait primitives
 ISOLATION_CHOICES = ("auto", "strict", "off")  # --vgate-isolation
 DEFAULT_ISOLATION = "auto"
 COVERAGE_CHOICES = ("auto", "on", "off")  # --vgate-coverage
+MUTATE_CHOICES = ("auto", "on", "off")  # --vgate-mutate
+DEFAULT_MUTANTS = 8  # --vgate-mutants: mutants planted per gate
 NESTED_ENV = "PYTEST_VGATE_NESTED"  # set in every check's environment
 MARKER = "vgate"  # the pytest marker of every vgate item (and of tests tagged with a mode)

@@ -13,6 +13,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence.change import Change
+from pytest_vgate.evidence.discriminate import (
+    Discrimination,
+    DiscriminationResult,
+    discriminate,
+    private_copy,
+    report_lines,
+)
 from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.evidence.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.evidence.reach import (
@@ -62,6 +69,7 @@ class GateResult:
     ledger: str | None = None
     coverage: CoverageResult | None = None
     repeat: dict[str, Any] | None = None  # every run's exit code and the 4^-N bound
+    discrimination: DiscriminationResult | None = None  # the mutants of the change
 
     def to_payload(
         self,
@@ -103,6 +111,9 @@ class GateResult:
             ledger=self.ledger,
             coverage=JsonObject(self.coverage.to_dict()) if self.coverage else None,
             repeat=json_object(self.repeat),
+            discrimination=(
+                JsonObject(self.discrimination.to_dict()) if self.discrimination else None
+            ),
             source=f"{self.gate.source}:{self.gate.line}" if self.gate.source else None,
             report=format_report(self),
             targets=None if targets is None else tuple(map(JsonObject, targets)),
@@ -121,13 +132,16 @@ def evaluate_gate(
     coverage: bool = False,
     repeat: int = 1,
     base_tree: BaseWorktree | None = None,
+    mutants: int = 0,
 ) -> GateResult:
     """Run the gate (and its base runs, if any) and decide its result.
 
     Without ``evidence`` no red-before-green status is given (library use). With
     ``repeat`` N the current and the base run N times each, interleaved, stopping at the
     first disagreement. With ``coverage`` (and a base), every run is measured and judged
-    on what it executed of the change between ``base_tree`` and this tree.
+    on what it executed of the change between ``base_tree`` and this tree; with
+    ``mutants`` N as well, a proven gate's check must kill mutants of the changed code it
+    executed (up to N of them, ``evidence/discriminate.py``).
     """
     measure: MeasureSpec | None = None
     change: Change | None = None
@@ -204,6 +218,11 @@ def evaluate_gate(
         mode, cause = Mode.FAIL, Cause.BROKEN_TEST
     else:
         mode, cause = verdict.mode, verdict.cause
+    disc: DiscriminationResult | None = None
+    if mutants > 0 and base_tree is not None and rbg.status is Rbg.PROVEN and ok:
+        disc = _discrimination(gate, ctx, base_tree, change, cov, mutants)
+        if disc.fails:
+            ok, mode, cause = False, Mode.FAIL, Cause.BROKEN_TEST
     red = rbg.red_evidence.to_dict() if rbg.red_evidence is not None else None
     return GateResult(
         gate=gate,
@@ -220,6 +239,51 @@ def evaluate_gate(
         ledger=str(evidence.ledger.path),
         coverage=cov,
         repeat=series.to_dict(run_extra) if base_ctx is not None or repeat > 1 else None,
+        discrimination=disc,
+    )
+
+
+def _discrimination(
+    gate: Gate,
+    ctx: RunContext,
+    base_tree: BaseWorktree,
+    change: Change | None,
+    cov: CoverageResult | None,
+    limit: int,
+) -> DiscriminationResult:
+    """The mutants of the change a proven gate's green run executed, and its verdict."""
+    if kind_of(gate.type).judgment:
+        return DiscriminationResult(Discrimination.NONE, reason="a judgment runs no code")
+    if change is None or cov is None:
+        return DiscriminationResult(Discrimination.UNMEASURED, reason="the change was not measured")
+    if change.error:
+        return DiscriminationResult(Discrimination.UNMEASURED, reason=change.error)
+    if not change.head_changed:
+        return DiscriminationResult(
+            Discrimination.NONE,
+            reason="the change has no executable Python lines on this side (comments, "
+            "docstrings, deletions or non-Python files)",
+        )
+    green = cov.green
+    if green is None or not green.measured:
+        why = green.reason if green is not None and green.reason else cov.reason
+        return DiscriminationResult(
+            Discrimination.UNMEASURED,
+            reason=f"what the check executed is not known ({why or 'not measured'})",
+        )
+
+    def context_in(tree: BaseWorktree) -> RunContext:
+        root = tree.root_in_base(gate.root)
+        return replace(ctx, root=root, sys_path=rebase_paths(ctx.sys_path, tree))
+
+    return discriminate(
+        gate,
+        change,
+        green.executed,
+        limit=limit,
+        run=run_check,
+        make_copy=lambda: private_copy(base_tree.repo, gate.root),
+        context_in=context_in,
     )
 
 
@@ -324,6 +388,8 @@ def format_report(result: GateResult) -> str:
             + (f" ({result.rbg_reason})" if result.rbg_reason else "")
         )
     lines.extend(_coverage_lines(result))
+    if result.discrimination is not None:
+        lines.extend(report_lines(result.discrimination))
     for check in v.checks:
         lines.append(
             f"  check {check.name}: {check.mode.value}"

@@ -115,6 +115,7 @@ class CheckPayload(Jsonable):
     ledger: str | None = None
     coverage: JsonObject | None = None  # CoverageResult.to_dict()
     repeat: JsonObject | None = None  # every run's exit code and the 4^-N bound
+    discrimination: JsonObject | None = None  # DiscriminationResult.to_dict()
     source: str | None = None  # gates file:line (test module:line for a verifier)
     report: str = ""  # the failure text the item shows
     targets: tuple[JsonObject, ...] | None = None  # where to point a failure: {path, line}

@@ -51,6 +51,7 @@ GATE_FIELDS = (
     "green",
     "base",
     "coverage",
+    "discrimination",
     "repeat",
     "source",
     "nodeid",

@@ -99,6 +99,8 @@ SAMPLES = {
     "vgate_base": "HEAD",
     "vgate_coverage": "off",
     "vgate_repeat": "3",
+    "vgate_mutate": "off",
+    "vgate_mutants": "3",
     "vgate_timeout": "7",
     "vgate_ledger": "ledger",
     "vgate_report": "report.json",

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.evidence.defined import added_modules, added_names
 from pytest_vgate.evidence.identity import GIT_SAFE
 from pytest_vgate.evidence.insertion import insertion_anchors
+from pytest_vgate.evidence.mutate import definition_lines
 from pytest_vgate.process import run_git
 
 PYTHON_SUFFIXES = (".py", ".pyw")
@@ -44,6 +46,13 @@ class Change:
     anchors: Lines = field(default_factory=dict)  # inserted file -> base statements to run
     tree: frozenset[str] = frozenset()  # the current tree's files (tracked, or not ignored)
     error: str = ""
+    # Head-side changed lines that only define a name (a ``def``/``class`` header and its
+    # decorators): an import runs them, so running them is not executing the change.
+    definitions: Lines = field(default_factory=dict)
+    # Names the change defines (added functions, classes, methods, module-level
+    # assignments) and the modules it adds (dotted): a base run failing for want of one
+    # of them failed because the feature is missing (``evidence/defined.py``).
+    defined: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -162,6 +171,8 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
     base_changed: dict[str, frozenset[int]] = {}
     inserted: set[str] = set()
     anchors: dict[str, frozenset[int]] = {}
+    definitions: dict[str, frozenset[int]] = {}
+    defined: set[str] = set()
     for rel in sorted({*diffed, *untracked}):
         if not rel.endswith(PYTHON_SUFFIXES):
             continue
@@ -172,6 +183,12 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
             base_changed[rel] = base_lines
         if head_lines:
             head_changed[rel] = head_lines
+            headers = definition_lines(head_text or "") & head_lines
+            if headers:
+                definitions[rel] = headers
+            defined |= added_names(base_text, head_text or "")
+            if base_text is None:
+                defined |= added_modules(rel)
             if not base_lines and base_text is not None:
                 inserted.add(rel)
                 if found:
@@ -184,4 +201,6 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
         inserted=frozenset(inserted),
         anchors=anchors,
         tree=frozenset([*tracked, *untracked]),
+        definitions=definitions,
+        defined=frozenset(defined),
     )

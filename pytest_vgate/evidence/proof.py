@@ -24,9 +24,10 @@ from pytest_vgate.evidence import (
     tree_state,
 )
 from pytest_vgate.evidence.change import Change, compute_change
+from pytest_vgate.evidence.defined import missing_defined
 from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
-from pytest_vgate.evidence.record import Where
+from pytest_vgate.evidence.record import Where, output_of
 from pytest_vgate.evidence.why import BASE_RAN_ITS_OWN
 from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import Gate, RedPolicy
@@ -290,11 +291,57 @@ def prove(
     )
     if then is not None:
         result = judge_execution(gate, result, coverage, argv_missing)
+        result = _missing_feature(result, series, then, coverage)
+        result = _green_reached(result, coverage)
         if base_root is not None:
             result = _overlay_hint(gate, result, base_root)
         if not require_red:
             result = _relaxed(result)
     return result, records
+
+
+def _missing_feature(
+    result: RbgResult, series: Series, red: Record, coverage: CoverageResult | None
+) -> RbgResult:
+    """A weak red whose base run failed for want of a name the change defines is genuine:
+    the feature is missing there (``evidence/defined.py``)."""
+    if result.status is not Rbg.WEAK_RED or coverage is None or coverage.contaminated:
+        return result
+    base = series.reds[0] if series.reds else None
+    if base is None or base.mode is not Mode.FAIL or (base.exit_code or 0) < 0:
+        return result
+    line = missing_defined(output_of(base.stdout, base.stderr), coverage.change.defined)
+    if not line:
+        return result
+    return RbgResult(
+        Rbg.PROVEN,
+        ok=True,
+        reason=f"red on the base because the feature is missing there ({line}), green now",
+        red_evidence=red,
+    )
+
+
+def _green_reached(result: RbgResult, coverage: CoverageResult | None) -> RbgResult:
+    """A proven gate whose measured green run executed none of the head-side change passes
+    without it: its pass cannot depend on what the change computes."""
+    if result.status is not Rbg.PROVEN or coverage is None or coverage.green is None:
+        return result
+    green = coverage.green
+    if not green.measured or green.reached or not coverage.change.head_changed:
+        return result
+    if coverage.status in (CoverageStatus.UNMEASURED, CoverageStatus.NO_CHANGE):
+        return result
+    return RbgResult(
+        Rbg.DISCONNECTED,
+        ok=False,
+        reason=(
+            "red on the base, but the green run executed none of the changed code (a `def` "
+            "or `class` line run at import only defines a name): its pass does not depend "
+            "on what the change computes"
+        ),
+        mode=Mode.FAIL,
+        cause=Cause.BROKEN_TEST,
+    )
 
 
 def _consistently_failing(series: Series) -> bool:

@@ -82,11 +82,15 @@ def _entered(change: Change, path: str, on_base: Mapping[str, frozenset[int]]) -
 
 
 def green_reach(change: Change, run: Measured | None) -> RunReach:
-    """A current run: did it execute head-side changed lines?"""
+    """A current run: did it execute head-side changed lines? A ``def`` or ``class`` line
+    run at import defines a name; only the body's lines count."""
     if run is None or not run.measured:
         return RunReach(False, reason=run.reason if run else "not measured")
     on_head = _relative(run.files, change.head_top)
-    executed = {p: ls & on_head.get(p, frozenset()) for p, ls in change.head_changed.items()}
+    executed = {
+        p: (ls & on_head.get(p, frozenset())) - change.definitions.get(p, frozenset())
+        for p, ls in change.head_changed.items()
+    }
     executed = {p: ls for p, ls in executed.items() if ls}
     files = frozenset(p for p in change.files if p in on_head)
     return RunReach(True, bool(executed), executed, files)

@@ -1,11 +1,13 @@
 """Session safety in the pytest layer: SIGTERM as Ctrl-C, the nested-run guard, and the
 header line that says how checks are contained.
 
-- SIGTERM (a CI cancel) is turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
+- SIGTERM (a CI cancel) and SIGHUP (a closed terminal) are turned into
+  ``KeyboardInterrupt``, pytest's own Ctrl-C path:
   the running check's process tree is killed (``process.run_process`` cleans up on
   the way out), the JSON report and junit are written with what finished, the base
-  worktrees are removed (``Controller.release`` at unconfigure), and pytest exits with
-  status 2 (interrupted). A second SIGTERM during that cleanup is ignored. A handler
+  worktrees and mutant copies are removed (``Controller.release`` at unconfigure, the
+  gate's own ``finally``), and pytest exits with status 2 (interrupted). A second signal
+  during that cleanup is ignored. A handler
   someone else installed is left alone.
 - Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
   gates, however ``--vgate`` was given (``settings.inside_a_check``); the header says so.
@@ -23,37 +25,48 @@ from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.process import contain
 
-_STATE = pytest.StashKey[dict[str, object]]()
+_STATE = pytest.StashKey[dict[int, object]]()
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered as the interrupt pytest already knows how to clean up after."""
+    """SIGTERM or SIGHUP, delivered as the interrupt pytest already knows how to clean up
+    after."""
+
+
+STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, a closed terminal
 
 
 def install_sigterm(config: pytest.Config, settings: Settings) -> None:
-    """Handle SIGTERM like Ctrl-C for a session that runs gates (main thread only)."""
+    """Handle SIGTERM and SIGHUP like Ctrl-C for a session that runs gates (main thread
+    only); a signal whose handler someone else installed is left alone."""
     if not settings.enabled or threading.current_thread() is not threading.main_thread():
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous not in (signal.SIG_DFL, None):
-        return
+    state: dict[int, object] = {}
+    for number in STOPPING:
+        previous = signal.getsignal(number)
+        if previous not in (signal.SIG_DFL, None):
+            continue
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
-        raise Terminated(f"pytest-vgate: stopped by signal {signum} (SIGTERM)")
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            for each in STOPPING:  # let the cleanup finish
+                if each in state:
+                    signal.signal(each, signal.SIG_IGN)
+            name = signal.Signals(signum).name
+            raise Terminated(f"pytest-vgate: stopped by signal {signum} ({name})")
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-    state: dict[str, object] = {"previous": previous}
-    config.stash[_STATE] = state
+        signal.signal(number, on_signal)
+        state[number] = previous
+    if state:
+        config.stash[_STATE] = state
 
 
 def uninstall_sigterm(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is None or threading.current_thread() is not threading.main_thread():
         return
-    previous = state["previous"]
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:  # not in the middle of one
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    for number, previous in state.items():
+        if signal.getsignal(number) is not signal.SIG_IGN:  # not in the middle of one
+            signal.signal(number, previous)  # type: ignore[arg-type]
     del config.stash[_STATE]
 
 

@@ -105,6 +105,11 @@ class VgateItem(pytest.Item):
         coverage = payload.coverage
         if coverage is not None and coverage.get("status"):
             self.user_properties.append(("vgate_coverage", str(coverage["status"])))
+        disc = payload.discrimination
+        if disc is not None and disc.get("status"):
+            self.user_properties.append(("vgate_discrimination", str(disc["status"])))
+            killed, planted = disc.get("killed", 0), disc.get("planted", 0)
+            self.user_properties.append(("vgate_mutants", f"{killed}/{planted}"))
         if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
             pytest.skip(payload.detail)
         if not payload.ok:
@@ -148,6 +153,7 @@ class GateItem(VgateItem):
             coverage=res.settings.measure,
             repeat=res.settings.repeat,
             base_tree=res.base_tree_for(self.gate),
+            mutants=res.settings.mutants_per_gate,
         )
         # where to point a failure; a pass needs no location
         targets = None if result.ok else tuple(check_targets(self.gate, self.gate.root))

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_vgate.defaults import COVERAGE_CHOICES, DEFAULT_TIMEOUT, ISOLATION_CHOICES
+from pytest_vgate.defaults import (
+    COVERAGE_CHOICES,
+    DEFAULT_MUTANTS,
+    DEFAULT_TIMEOUT,
+    ISOLATION_CHOICES,
+    MUTATE_CHOICES,
+)
 
 # (option, ini name, help). Every option has an ini twin of the same name with "_".
 _HELP = {
@@ -24,6 +30,10 @@ _HELP = {
     "auto (on under --vgate-base), on, off",
     "vgate_repeat": "run the red and the green run N times each, interleaved; proven "
     "needs N/N (default 1)",
+    "vgate_mutate": "plant mutants of the changed code each proven gate's check executed and "
+    "run the check on each; a check that passes on all of them fails as undiscriminating: "
+    "auto (on under --vgate-base), on, off",
+    "vgate_mutants": f"mutants planted per gate, extreme ones first (default {DEFAULT_MUTANTS})",
     "vgate_strict": "semantic/self_review gates fail instead of being skipped",
     "vgate_timeout": f"default deadline per check in seconds (default {DEFAULT_TIMEOUT:g})",
     "vgate_ledger": "evidence ledger folder (default: .vgate/ under each gates root)",
@@ -78,6 +88,8 @@ OPTIONS = (
     Option("vgate_require_red", "flag"),
     Option("vgate_coverage", choices=COVERAGE_CHOICES),
     Option("vgate_repeat", metavar="N"),
+    Option("vgate_mutate", choices=MUTATE_CHOICES),
+    Option("vgate_mutants", metavar="N"),
     Option("vgate_strict", "flag"),
     Option("vgate_timeout", metavar="SECONDS"),
     Option("vgate_ledger", metavar="PATH"),

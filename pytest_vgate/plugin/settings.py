@@ -16,9 +16,11 @@ import pytest
 
 from pytest_vgate.defaults import (
     COVERAGE_CHOICES,
+    DEFAULT_MUTANTS,
     DEFAULT_TIMEOUT,
     ISOLATION_CHOICES,
     MAX_TIMEOUT,
+    MUTATE_CHOICES,
     NESTED_ENV,
 )
 from pytest_vgate.process import contain
@@ -43,6 +45,8 @@ class Settings:
     coverage: str = "auto"
     repeat: int = 1
     only: bool = False
+    mutate: str = "auto"
+    mutants: int = DEFAULT_MUTANTS
 
     @property
     def enabled(self) -> bool:
@@ -52,6 +56,13 @@ class Settings:
     def measure(self) -> bool:
         """Whether red and green runs are measured (``auto``: whenever a base is given)."""
         return self.coverage == "on" or (self.coverage == "auto" and self.base is not None)
+
+    @property
+    def mutants_per_gate(self) -> int:
+        """Mutants to plant per proven gate: 0 when off (``auto``: on under a base, which
+        mutants need, with the change measured)."""
+        on = self.mutate == "on" or (self.mutate == "auto" and self.base is not None)
+        return self.mutants if on and self.base is not None and self.measure else 0
 
 
 def inside_a_check() -> bool:
@@ -183,6 +194,32 @@ def _coverage(config: pytest.Config) -> str:
     return value
 
 
+def _mutate(config: pytest.Config) -> str:
+    value = (_value(config, "vgate_mutate") or "auto").strip().lower()
+    if value not in MUTATE_CHOICES:
+        raise pytest.UsageError(
+            f"pytest-vgate: {_where(config, 'vgate_mutate')} must be one of "
+            f"{', '.join(MUTATE_CHOICES)}, not {value[:40]!r}"
+        )
+    return value
+
+
+def _mutants(config: pytest.Config) -> int:
+    raw = _value(config, "vgate_mutants")
+    if raw is None:
+        return DEFAULT_MUTANTS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0 or value > 1000:
+        raise pytest.UsageError(
+            f"pytest-vgate: {_where(config, 'vgate_mutants')} must be a whole number from 0 "
+            f"to 1000, not {raw[:40]!r}"
+        )
+    return value
+
+
 def _repeat(config: pytest.Config) -> int:
     raw = _value(config, "vgate_repeat")
     if raw is None:
@@ -225,5 +262,7 @@ def read_settings(config: pytest.Config) -> Settings:
         fix=_flag(config, "vgate_fix"),
         coverage=_coverage(config),
         repeat=_repeat(config),
+        mutate=_mutate(config),
+        mutants=_mutants(config),
         only=_flag(config, "vgate_only"),
     )

@@ -127,6 +127,9 @@ def failed_gates(summary: SummaryInput) -> list[Line]:
     for nodeid, p in failed:
         cause = f" ({p.cause.value})" if p.cause else ""
         reason = p.rbg_reason if isinstance(p, CheckPayload) else ""
+        if isinstance(p, CheckPayload) and _discrimination(p).get("status") == UNDISCRIMINATING:
+            disc = _discrimination(p)
+            reason = f"{disc.get('reason', '')} ({_mutants_text(p)} mutants killed)"
         detail = " ".join((p.detail or reason).split())
         head = f"{nodeid}: {p.mode.value}{cause} - "
         lines += [Line(line, "red") for line in hint_lines(head, detail, summary.width)]
@@ -172,8 +175,8 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
     listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     title = f"red-before-green: {listed or 'no evidence'}{where}"
     lines = [Line(line) for line in wrap(title, width, subsequent="  ")]
-    header = ("gate", "red evidence", "now", "coverage", "status", "cause")
-    table = [
+    header: tuple[str, ...] = ("gate", "red evidence", "now", "coverage", "status", "cause")
+    table: list[tuple[str, ...]] = [
         (
             p.id,
             _red_text(p),
@@ -184,6 +187,11 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
         )
         for _, p in rows
     ]
+    if any(_discrimination(p) for _, p in rows):  # the mutants column, when mutants ran
+        header = (*header[:4], "mutants", *header[4:])
+        table = [
+            (*row[:4], _mutants_text(p), *row[4:]) for row, (_, p) in zip(table, rows, strict=True)
+        ]
     groups = table_rows(header, table, width)
     lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
@@ -227,6 +235,59 @@ def _red_text(p: CheckPayload) -> str:
                 return text if text.endswith("passed") else f"{text} (passed)"
             return f"{text} (not a genuine red)"
     return "-"
+
+
+UNDISCRIMINATING = "undiscriminating"
+SHOWN_SURVIVORS = 3  # surviving mutants listed per gate in the summary
+
+
+def _discrimination(p: CheckPayload) -> Mapping[str, Any]:
+    return p.discrimination if p.discrimination is not None else {}
+
+
+def _mutants_text(p: CheckPayload) -> str:
+    """``k/m`` killed of planted, or the status when none gave an answer."""
+    disc = _discrimination(p)
+    if not disc:
+        return "-"
+    if disc.get("planted"):
+        return f"{disc.get('killed', 0)}/{disc.get('planted')}"
+    return str(disc.get("status") or "-")
+
+
+def discrimination(summary: SummaryInput) -> list[Line]:
+    """The mutants each gate's check let survive (``path:line  before → after``), and the
+    gates whose change offered none, said once per reason."""
+    lines: list[Line] = []
+    quiet: dict[str, list[str]] = {}
+    for _, p in summary.gates:
+        if not isinstance(p, CheckPayload):
+            continue
+        disc = _discrimination(p)
+        status = str(disc.get("status") or "")
+        if status in ("none", "unmeasured"):
+            quiet.setdefault(f"{status}: {disc.get('reason', '')}", []).append(p.id)
+        mutants = disc.get("mutants")
+        survived = [
+            m
+            for m in (mutants if isinstance(mutants, list) else [])
+            if isinstance(m, Mapping) and m.get("mode") == "survived"
+        ]
+        if not survived:
+            continue
+        color = "red" if status == UNDISCRIMINATING else "yellow"
+        pseudo = disc.get("pseudo_tested") or []
+        tail = f"; pseudo-tested: {', '.join(map(str, pseudo))}" if pseudo else ""
+        lines.append(Line(f"mutants of {p.id}: {_mutants_text(p)} killed ({status}){tail}", color))
+        for m in survived[:SHOWN_SURVIVORS]:
+            where = f"{m.get('path')}:{m.get('line')}"
+            lines.append(Line(f"  survived {where}  {m.get('before')} → {m.get('after')}", color))
+        if len(survived) > SHOWN_SURVIVORS:
+            lines.append(Line(f"  and {len(survived) - SHOWN_SURVIVORS} more", color))
+    for reason, ids in quiet.items():
+        head = f"discrimination {reason} ({len(ids)} gate{'s' if len(ids) != 1 else ''}: "
+        lines += [Line(line) for line in wrap(head + ", ".join(ids) + ")", summary.width)]
+    return lines
 
 
 def _coverage_text(p: CheckPayload) -> str:
@@ -298,6 +359,7 @@ SECTIONS: tuple[Section, ...] = (
     gate_counts,
     failed_gates,
     red_before_green,
+    discrimination,
     session_warnings,
     citation_documents,
     citation_fixes,

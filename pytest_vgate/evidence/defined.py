@@ -1,0 +1,99 @@
+"""What a change defines, and whether a base run failed for want of it.
+
+A feature's test fails on the base because the feature is missing: ``from pkg import
+new_name`` raises ``ImportError`` at the test module's import (pytest: a collection
+error, exit 4), ``pkg.new_name(...)`` an ``AttributeError``, ``new_name(...)`` a
+``NameError``, ``import pkg.new_module`` a ``ModuleNotFoundError``. Such a red is genuine
+when the missing name is one the change **defines**: an added ``def``, ``class``, method or
+module-level assignment, or a module the change adds. Any other missing name (a typo, a
+test that is not on the base) stays a red for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+_PATTERNS = (
+    re.compile(r"ImportError: cannot import name '([^']+)'"),
+    re.compile(r"AttributeError: .*has no attribute '([^']+)'"),
+    re.compile(r"NameError: name '([^']+)' is not defined"),
+    re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
+)
+
+
+def _names(text: str | None) -> set[str] | None:
+    """Top-level and class-level names a module defines; None when it does not parse."""
+    if text is None:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    found: set[str] = set()
+
+    def scan(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.add(prefix + node.name)
+            elif isinstance(node, ast.ClassDef):
+                found.add(prefix + node.name)
+                scan(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            found.add(prefix + name.id)
+            elif isinstance(node, (ast.If, ast.Try)):
+                scan(node.body, prefix)
+
+    scan(tree.body, "")
+    return found
+
+
+def added_names(base_text: str | None, head_text: str) -> frozenset[str]:
+    """The names ``head_text`` defines that ``base_text`` does not (a method as
+    ``Class.method`` and as ``method``)."""
+    head, base = _names(head_text), _names(base_text)
+    if head is None or base is None:
+        return frozenset()
+    out: set[str] = set()
+    for name in head - base:
+        out.add(name)
+        out.add(name.rpartition(".")[2])
+    return frozenset(out)
+
+
+def is_test_path(rel: str) -> bool:
+    """Whether a file is test code by pytest's and unittest's naming (``test_*.py``,
+    ``*_test.py``, ``conftest.py``, anything under ``test/`` or ``tests/``): the check's
+    own code, never the feature."""
+    parts = rel.replace("\\", "/").rsplit(".", 1)[0].split("/")
+    stem = parts[-1] if parts else ""
+    testish = stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
+    return testish or any(part in ("test", "tests", "testing") for part in parts[:-1])
+
+
+def added_modules(rel: str) -> frozenset[str]:
+    """The dotted names a new file may be imported as (``src/pkg/new.py``: ``pkg.new``,
+    ``src.pkg.new``, and so on up to ``new``). A new test module is not one: a test missing
+    on the base is not the feature missing there."""
+    if is_test_path(rel):
+        return frozenset()
+    parts = rel.replace("\\", "/").rsplit(".", 1)[0].split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return frozenset(".".join(parts[i:]) for i in range(len(parts)) if parts[i:])
+
+
+def missing_defined(output: str, defined: frozenset[str]) -> str:
+    """The first line of ``output`` that says a name the change defines is missing, or ""."""
+    if not defined:
+        return ""
+    for line in output.splitlines():
+        for pattern in _PATTERNS:
+            hit = pattern.search(line)
+            if hit and hit.group(1) in defined:
+                return line.strip().removeprefix("E").strip()
+    return ""

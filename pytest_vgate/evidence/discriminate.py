@@ -1,0 +1,378 @@
+"""Does a check's answer depend on what the changed lines compute? Ask it, with mutants.
+
+Core, no pytest. ``discriminate`` takes a gate that passed now, the change and the
+changed lines its green run executed, plants mutants of that code (``evidence/mutate``)
+and runs the gate's check on each, one at a time, in a private copy of the current tree
+that this plugin makes, marks as its own and removes (a base worktree of ``HEAD`` with
+the uncommitted files copied on: the same holder, marker, lock and clean-up as the base
+of ``--vgate-base``). The user's files are never written.
+
+A mutant is **killed** when the check does not pass on it: a failure, an error, or a
+hang stopped at the gate's own timeout (labelled ``timeout``). Not killed: the check
+passes (``survived``); the mutated code itself raised (``raised-in-change``: any check
+that runs it fails, which is coverage, not testing); a non-result of the environment,
+tried twice (``unknown``). docs/discrimination.md has the rules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_vgate.evidence.change import Change, Lines
+from pytest_vgate.evidence.defined import is_test_path
+from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
+from pytest_vgate.evidence.mutate import EXTREME, FileChange, Mutant, plant, seed_of
+from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.process import run_git
+from pytest_vgate.spec import Gate
+from pytest_vgate.strenum import StrEnum
+from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
+
+if TYPE_CHECKING:
+    from pytest_vgate.baseline import BaseWorktree
+    from pytest_vgate.run_context import RunContext
+
+SHOWN_SURVIVORS = 5
+
+
+class Discrimination(StrEnum):
+    """junit ``vgate_discrimination``."""
+
+    DISCRIMINATING = "discriminating"
+    UNDISCRIMINATING = "undiscriminating"
+    NONE = "none"
+    UNMEASURED = "unmeasured"
+
+
+class Outcome(StrEnum):
+    """What one mutant's run came to (the JSON report's ``mode`` of a mutant)."""
+
+    KILLED = "killed"
+    TIMEOUT = "timeout"  # the check hung on it: killed at the gate's own deadline
+    SURVIVED = "survived"
+    RAISED_IN_CHANGE = "raised-in-change"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class MutantResult(Jsonable):
+    """One mutant and what the check did on it."""
+
+    path: str
+    line: int
+    kind: str
+    operator: str
+    before: str
+    after: str
+    function: str
+    killed: bool
+    mode: Outcome
+
+    @property
+    def shown(self) -> str:
+        return f"{self.path}:{self.line}  {self.before} → {self.after}"
+
+
+@dataclass(frozen=True)
+class DiscriminationResult(Jsonable):
+    """A gate's mutants and the verdict on them; ``to_dict`` is the JSON report's
+    ``discrimination``. ``fails``: the gate must fail (undiscriminating)."""
+
+    status: Discrimination
+    killed: int = 0
+    planted: int = 0
+    pseudo_tested: tuple[str, ...] = ()
+    mutants: tuple[MutantResult, ...] = ()
+    reason: str = ""
+
+    @property
+    def fails(self) -> bool:
+        return self.status is Discrimination.UNDISCRIMINATING
+
+    @property
+    def survivors(self) -> tuple[MutantResult, ...]:
+        return tuple(m for m in self.mutants if m.mode is Outcome.SURVIVED)
+
+    @property
+    def score(self) -> str:
+        """junit ``vgate_mutants``: ``k/m``, killed of planted."""
+        return f"{self.killed}/{self.planted}"
+
+
+def executed_files(change: Change, executed: Lines) -> list[FileChange]:
+    """The changed Python files a green run executed, as ``plant`` reads them; test code
+    (``defined.is_test_path``) is the check itself, not the change it tests."""
+    out = []
+    for rel, lines in sorted(change.head_changed.items()):
+        ran = frozenset(executed.get(rel, frozenset()))
+        if not ran or is_test_path(rel):
+            continue
+        try:
+            text = (Path(change.head_top) / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        out.append(FileChange(rel, text, frozenset(lines), ran))
+    return out
+
+
+RunCheck = Callable[["Gate", "RunContext"], Verdict]
+
+
+def discriminate(
+    gate: Gate,
+    change: Change,
+    executed: Lines,
+    *,
+    limit: int,
+    run: RunCheck,
+    make_copy: Callable[[], BaseWorktree],
+    context_in: Callable[[BaseWorktree], RunContext],
+) -> DiscriminationResult:
+    """Plant up to ``limit`` mutants of the changed code the green run ``executed`` and run
+    ``gate``'s check on each in a private copy (``make_copy``; ``context_in`` gives the
+    run context there). Never raises for a reason of the tree or the check: what cannot be
+    measured is ``unmeasured``, with the reason."""
+    files = executed_files(change, executed)
+    if not files:
+        return DiscriminationResult(
+            Discrimination.NONE,
+            reason="the check executed no changed Python code that can be mutated",
+        )
+    mutants = plant(files, seed=seed_of(gate.id), limit=limit)
+    if not mutants:
+        return DiscriminationResult(
+            Discrimination.NONE,
+            reason="the changed code the check executed offers no mutant (no function body, "
+            "operator or constant of the documented set)",
+        )
+    from pytest_vgate.baseline import BaselineError
+
+    try:
+        tree = make_copy()
+    except BaselineError as exc:
+        return DiscriminationResult(
+            Discrimination.UNMEASURED, reason=f"no private copy of the tree: {exc}"
+        )
+    try:
+        base = replace(context_in(tree), measure=None)
+        problem = _control(gate, base, change, tree, run)
+        if problem:
+            return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)
+        results = [_try(gate, base, tree, m, run) for m in mutants]
+    finally:
+        tree.remove()
+    return judge(results)
+
+
+def _control(gate: Gate, ctx: RunContext, change: Change, tree: BaseWorktree, run: RunCheck) -> str:
+    """Run the unmutated copy once: the check must pass there, and run the copy's files
+    (not the user's tree through an editable install or a PYTHONPATH). "" when it does."""
+    files = sorted(change.head_changed)
+    copy_files = [os.path.realpath(tree.path / rel) for rel in files]
+    head_files = [os.path.join(change.head_top, rel) for rel in files]
+    measure = MeasureSpec((*copy_files, *head_files))
+    verdict = run(gate, replace(ctx, measure=measure))
+    measured = verdict.extra.get(MEASURED_KEY)
+    if not verdict.ok:
+        return (
+            f"the check does not pass on an unmutated private copy of the tree (mode "
+            f"{verdict.mode.value}, exit {verdict.exit_code}): it needs files git does not "
+            "track (a build product, an ignored file), so mutants cannot be tried"
+        )
+    if isinstance(measured, Measured) and measured.measured:
+        ran_copy = any(f in measured.files for f in copy_files)
+        ran_head = any(os.path.realpath(f) in measured.files for f in head_files)
+        if ran_head and not ran_copy:
+            return (
+                "on a private copy of the tree the check still ran the current tree's files "
+                "(an editable install, a PYTHONPATH or a conftest pointing at it), so mutants "
+                "in the copy would not be seen"
+            )
+    return ""
+
+
+def _try(
+    gate: Gate, ctx: RunContext, tree: BaseWorktree, mutant: Mutant, run: RunCheck
+) -> MutantResult:
+    """Plant one mutant in the copy, run the check (twice on a non-result), restore."""
+    target = tree.path / mutant.path
+    original = target.read_bytes()
+    try:
+        target.write_text(mutant.text, encoding="utf-8")
+        outcome = _outcome(run(gate, ctx), mutant)
+        if outcome is Outcome.UNKNOWN:
+            outcome = _outcome(run(gate, ctx), mutant)
+    finally:
+        target.write_bytes(original)
+    return MutantResult(
+        path=mutant.path,
+        line=mutant.line,
+        kind=mutant.kind,
+        operator=mutant.operator,
+        before=mutant.before,
+        after=mutant.after,
+        function=mutant.function,
+        killed=outcome in (Outcome.KILLED, Outcome.TIMEOUT),
+        mode=outcome,
+    )
+
+
+def _outcome(verdict: Verdict, mutant: Mutant) -> Outcome:
+    if verdict.ok:
+        return Outcome.SURVIVED
+    if verdict.mode is Mode.TIMEOUT:
+        return Outcome.TIMEOUT
+    if DEFAULT_CAUSE.get(verdict.mode) is Cause.ENVIRONMENT or verdict.cause is Cause.ENVIRONMENT:
+        return Outcome.UNKNOWN
+    if raised_in(verdict.stdout + "\n" + verdict.stderr, mutant.path, mutant.span):
+        return Outcome.RAISED_IN_CHANGE
+    return Outcome.KILLED
+
+
+# Where an exception was raised: a traceback frame (``File "x.py", line 3``) followed by
+# the exception's line, or pytest's ``x.py:3: ZeroDivisionError`` under its source excerpt.
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Warning)|[A-Z]\w+)(?::|$)")
+_PYTEST_SITE = re.compile(r"^(\S+?\.pyw?):(\d+): ([A-Za-z_][\w.]*)$")
+
+
+def raised_in(output: str, path: str, span: tuple[int, int]) -> bool:
+    """Whether every exception the output reports was raised inside ``span`` of ``path``,
+    and none of them is an ``AssertionError`` (a check's own failure is a kill)."""
+    sites: list[tuple[str, int, str]] = []
+    frame: tuple[str, int] | None = None
+    for line in output.splitlines():
+        hit = _FRAME.match(line)
+        if hit:
+            frame = (hit.group(1), int(hit.group(2)))
+            continue
+        site = _PYTEST_SITE.match(line.strip())
+        if site:
+            sites.append((site.group(1), int(site.group(2)), site.group(3)))
+            frame = None
+            continue
+        if frame is not None and not line.startswith(" "):
+            error = _EXCEPTION.match(line)
+            if error:
+                sites.append((*frame, error.group(1)))
+                frame = None
+    if not sites:
+        return False
+    return all(
+        _same_file(where, path) and span[0] <= line <= span[1] and "AssertionError" not in name
+        for where, line, name in sites
+    )
+
+
+def _same_file(printed: str, rel: str) -> bool:
+    a = os.path.normpath(printed).replace(os.sep, "/")
+    b = os.path.normpath(rel).replace(os.sep, "/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def judge(results: Sequence[MutantResult]) -> DiscriminationResult:
+    """The verdict on a gate's mutants. ``planted``: those that gave an answer (killed or
+    survived); the rest are listed. A gate is undiscriminating when an extreme mutant
+    survived and none was killed: a surviving value mutant alone may be equivalent."""
+    answered = [r for r in results if r.killed or r.mode is Outcome.SURVIVED]
+    killed = sum(r.killed for r in answered)
+    pseudo = _pseudo_tested(results)
+    extreme_survived = any(r.kind == EXTREME and r.mode is Outcome.SURVIVED for r in results)
+    if not answered:
+        why = ", ".join(sorted({r.mode.value for r in results}))
+        status, reason = Discrimination.UNMEASURED, f"no mutant gave an answer ({why})"
+    elif killed:
+        status, reason = Discrimination.DISCRIMINATING, ""
+    elif extreme_survived:
+        names = ", ".join(f"`{name}`" for name in pseudo) or "the changed code"
+        status, reason = (
+            Discrimination.UNDISCRIMINATING,
+            f"the check passes when {names} does nothing",
+        )
+    else:
+        status, reason = (
+            Discrimination.UNMEASURED,
+            "the check passed on every value mutant, and no extreme mutant could be planted; "
+            "a value mutant may be equivalent, so this is not judged (see the survivors)",
+        )
+    return DiscriminationResult(
+        status,
+        killed=killed,
+        planted=len(answered),
+        pseudo_tested=pseudo,
+        mutants=tuple(results),
+        reason=reason,
+    )
+
+
+def _pseudo_tested(results: Sequence[MutantResult]) -> tuple[str, ...]:
+    """Changed functions whose every extreme mutant survived: executed, not tested."""
+    by_function: dict[str, list[MutantResult]] = {}
+    for r in results:
+        if r.kind == EXTREME:
+            by_function.setdefault(r.function, []).append(r)
+    return tuple(
+        name
+        for name, rs in by_function.items()
+        if rs and all(r.mode is Outcome.SURVIVED for r in rs)
+    )
+
+
+def report_lines(result: DiscriminationResult) -> list[str]:
+    """What a failure report says of the mutants: the verdict, pseudo-tested functions and
+    the surviving mutants as ``path:line  before → after``."""
+    head = f"discrimination: {result.status.value} ({result.score} mutants killed)"
+    lines = [head + (f": {result.reason}" if result.reason else "")]
+    if result.pseudo_tested and not result.fails:
+        lines.append(f"  pseudo-tested: {', '.join(result.pseudo_tested)}")
+    survivors = result.survivors
+    for mutant in survivors[:SHOWN_SURVIVORS]:
+        lines.append(f"  survived {mutant.shown}")
+    if len(survivors) > SHOWN_SURVIVORS:
+        lines.append(f"  and {len(survivors) - SHOWN_SURVIVORS} more surviving mutants")
+    return lines
+
+
+def private_copy(repo_top: Path, root: Path) -> BaseWorktree:
+    """A private copy of the current tree: a worktree of ``HEAD`` (this plugin's own, removed
+    with the base worktree's clean-up) with the files that differ from it copied on."""
+    from pytest_vgate.baseline import BaselineError, BaseWorktree
+
+    top = Path(os.path.realpath(repo_top))
+    listed = [
+        run_git([*GIT_SAFE, *args], cwd=top, timeout=120.0)
+        for args in (
+            ["diff", "--name-only", "-z", "--no-renames", "HEAD", "--"],
+            ["ls-files", "--others", "--exclude-standard", "-z", "--"],
+        )
+    ]
+    if any(r.exit_code != 0 for r in listed):
+        raise BaselineError("git could not list the files that differ from HEAD")
+    paths = sorted({p for r in listed for p in r.stdout.split("\0") if p})
+    present = [p for p in paths if os.path.lexists(top / p)]
+    root_real = os.path.realpath(root)
+    overlay = [os.path.relpath(top / p, root_real) for p in present]
+    root_rel = os.path.relpath(root_real, top)
+    tree = BaseWorktree.create(top, "HEAD", overlay, root_rel=root_rel)
+    for gone in sorted(set(paths) - set(present)):  # deleted in the work tree: here too
+        victim = tree.path / gone
+        inside = os.path.realpath(victim.parent).startswith(os.path.realpath(tree.path))
+        if inside and (victim.is_file() or victim.is_symlink()):
+            victim.unlink()
+    return tree
+
+
+def result_from(data: Mapping[str, Any] | None) -> DiscriminationResult | None:
+    """A payload's ``discrimination`` back as a result (None when absent or unreadable)."""
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return DiscriminationResult.from_dict(data)
+    except (ValueError, KeyError, TypeError):
+        return None
