@@ -215,7 +215,7 @@ def read_report_file(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise ReportFileError(f"{path}: nested too deeply to be a report") from None
     except (ValueError, MemoryError) as exc:
-        raise ReportFileError(f"{path}: not JSON: {exc}") from None
+        raise ReportFileError(f"{path}: cannot read the JSON report: {exc}") from None
     if _too_deep(data):
         raise ReportFileError(f"{path}: nested more than {MAX_DEPTH} levels: not a report")
     if not isinstance(data, dict):
