@@ -1,19 +1,27 @@
-"""``python -m pytest_vgate merge REPORT...`` (docs/scaling.md)."""
+"""``python -m pytest_vgate merge REPORT...`` (docs/scaling.md) and
+``python -m pytest_vgate verify REPORT`` (docs/ci.md)."""
 
 from __future__ import annotations
 
 import sys
 
-USAGE = "usage: python -m pytest_vgate merge REPORT... [options]  (merge --help for the options)"
+USAGE = (
+    "usage: python -m pytest_vgate merge REPORT... [options]  (merge --help for the options)\n"
+    "       python -m pytest_vgate verify REPORT"
+)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] != "merge":
-        print(USAGE, file=sys.stderr)
-        return 4
-    from pytest_vgate.plugin.merge import main as merge
+    if argv and argv[0] == "merge":
+        from pytest_vgate.plugin.merge import main as merge
 
-    return merge(argv[1:])
+        return merge(argv[1:])
+    if argv and argv[0] == "verify":
+        from pytest_vgate.verify import main as verify
+
+        return verify(argv[1:])
+    print(USAGE, file=sys.stderr)
+    return 4
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ and a report that cannot be written is a warning, never a failed session.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +29,9 @@ from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
 REPORT_VERSION = 2
 SCHEMA = "report.schema.json"
+COMPLETE = "complete"  # the seal: written last, when the session has reached its end
+MAX_REPORT_BYTES = 512 * 1024 * 1024
+MAX_DEPTH = 64  # a report nests a few levels; anything deeper is not one of ours
 
 GATE_FIELDS = (
     "id",
@@ -160,6 +165,77 @@ def write_json_report(path: Path, report: Mapping[str, Any]) -> str | None:
     except (OSError, TypeError, ValueError) as exc:
         return f"could not write the JSON report {path}: {exc}"
     return None
+
+
+def report_digest(body: Mapping[str, Any]) -> str:
+    """The sha256 of a report's content (every key but the seal), canonically encoded."""
+    content = {k: v for k, v in body.items() if k != COMPLETE}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sealed(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report with its seal as the last key: the digest of everything before it.
+
+    Written only once the session has reached its end, so a process that ends early (a
+    hook or conftest calling ``os._exit``) leaves a report without one, and ``verify``
+    rejects it. The seal is not a signature: it tells an ended session from one cut short.
+    """
+    body = {k: v for k, v in report.items() if k != COMPLETE}
+    return {**body, COMPLETE: {"sha256": report_digest(body)}}
+
+
+class ReportFileError(ValueError):
+    """A report file that cannot be read as one; the message names the path and why."""
+
+
+def read_report_file(path: Path) -> dict[str, Any]:
+    """A JSON report read without blocking or recursing: a regular file only (a FIFO, a
+    device or a folder is refused without being opened for long), at most
+    ``MAX_REPORT_BYTES``, at most ``MAX_DEPTH`` levels deep."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError) as exc:
+        raise ReportFileError(f"{path}: cannot open the report: {exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReportFileError(f"{path}: not a regular file; give the report file itself")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise ReportFileError(
+                f"{path}: {info.st_size} bytes, more than a report can be "
+                f"({MAX_REPORT_BYTES} bytes)"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+    except OSError as exc:
+        raise ReportFileError(f"{path}: cannot read the report: {exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ReportFileError(f"{path}: nested too deeply to be a report") from None
+    except (ValueError, MemoryError) as exc:
+        raise ReportFileError(f"{path}: cannot read the JSON report: {exc}") from None
+    if _too_deep(data):
+        raise ReportFileError(f"{path}: nested more than {MAX_DEPTH} levels: not a report")
+    if not isinstance(data, dict):
+        raise ReportFileError(f"{path}: not a pytest-vgate JSON report (not an object)")
+    return data
+
+
+def _too_deep(data: object) -> bool:
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+    return False
 
 
 def check_targets(gate: Gate, root: Path) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers.gated_repo import ANSWER, GATES, PY_DIR, SESSION_BOUND, make_gated_repo, run_session
-from helpers.git_repo import BugFixRepo
+from helpers.git_repo import BugFixRepo, git
 from helpers.report import read_report, read_sarif
 
 # Gates without a failure: fix-add (proven) and pinned-checker (regression), and only
@@ -129,15 +129,20 @@ def test_a_gate_missing_from_every_shard_is_reported_and_fails(tmp_path: Path) -
     assert report["summary"]["gates"]["failed"] == 1
 
 
-def test_the_gate_set_can_be_named_with_gates(tmp_path: Path) -> None:
-    """Shards that ran no gate at all name no gates file: --gates gives the set."""
+def test_shards_that_ran_no_gate_still_name_the_gate_set(tmp_path: Path) -> None:
+    """A shard that ran no gate at all describes its gates files: the merge finds the
+    gates no shard ran, with or without --gates, and without the checkout."""
     repo = make_gated_repo(tmp_path, PASSING_GATES, GOOD_ANSWER)
     reports = shard_runs(repo, "answer")
     alone = merge(*reports, cwd=repo.root)
     named = merge(*reports, "--gates", repo.root / "gates.yaml", cwd=repo.root)
-    assert alone.returncode == 0, alone.stdout
-    assert named.returncode == 1, named.stdout
-    assert "gates missing from every shard: 2" in named.stdout
+    elsewhere = tmp_path / "downloaded"  # a merge job that downloaded only the reports
+    elsewhere.mkdir()
+    away = merge(*reports, cwd=elsewhere)
+    for result in (alone, named, away):
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "gates missing from every shard: 2" in result.stdout
+        assert "gates.yaml::fix-add" in result.stdout
 
 
 def test_a_report_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
@@ -221,3 +226,90 @@ def test_citations_missing_from_every_shard_are_reported_and_fail(
     assert report["missing"] == ["gates.yaml::answer.md"], report["missing"]
     (entry,) = [g for g in report["gates"] if g["kind"] == "missing"]
     assert f"no shard checked {unchecked} of the 3 citations" in entry["detail"], entry
+
+
+@pytest.fixture(scope="module")
+def one_shard(tmp_path_factory: pytest.TempPathFactory) -> tuple[BugFixRepo, Path]:
+    """A real shard report (the passing gates, one shard), made once for the input tests."""
+    repo = make_gated_repo(tmp_path_factory.mktemp("shard"), PASSING_GATES, GOOD_ANSWER)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", PY_DIR + os.pathsep + os.environ.get("PATH", ""))
+        (report,) = shard_runs(repo, "fix")
+    return repo, report
+
+
+def _deep(path: Path) -> None:
+    path.write_text("[" * 200_000 + "]" * 200_000)
+
+
+def _huge(path: Path) -> None:
+    with path.open("wb") as fh:  # sparse: no disk used, but larger than any report
+        fh.truncate(600 * 1024 * 1024)
+
+
+def _unsealed(path: Path, shard: Path) -> None:
+    data = json.loads(shard.read_text())
+    del data["complete"]  # what a session ended by os._exit leaves
+    path.write_text(json.dumps(data))
+
+
+ODD_INPUTS = {
+    "fifo": lambda path, shard: os.mkfifo(path),
+    "folder": lambda path, shard: path.mkdir(),
+    "missing": lambda path, shard: None,
+    "deep": lambda path, shard: _deep(path),
+    "huge": lambda path, shard: _huge(path),
+    "unsealed": _unsealed,
+}
+
+
+@pytest.mark.parametrize("what", list(ODD_INPUTS))
+def test_odd_inputs_are_usage_errors_never_a_traceback_or_a_hang(
+    one_shard: tuple[BugFixRepo, Path], tmp_path_factory: pytest.TempPathFactory, what: str
+) -> None:
+    repo, shard = one_shard
+    odd = tmp_path_factory.mktemp("odd") / "odd report#1 100%.json"
+    ODD_INPUTS[what](odd, shard)
+    result = merge(shard, odd, cwd=repo.root)  # a FIFO would block here (the bound: a hang)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.stderr.startswith(f"pytest-vgate merge: {odd}: "), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--rootdir", ".", "--vgate-sarif", "out.sarif"], ["--rootdir", "no/such"], ["--bogus"]],
+    ids=["relative-rootdir-sarif", "rootdir-missing", "unknown-option"],
+)
+def test_odd_options_never_traceback(
+    one_shard: tuple[BugFixRepo, Path], tmp_path_factory: pytest.TempPathFactory, args: list[str]
+) -> None:
+    _, shard = one_shard
+    cwd = tmp_path_factory.mktemp("cwd")
+    result = merge(shard, *args, cwd=cwd)
+    assert "Traceback" not in result.stderr, result.stderr
+    if args[0] == "--rootdir" and args[1] == ".":
+        assert result.returncode == 1, result.stdout + result.stderr  # one shard of two
+        assert "could not write" not in result.stdout
+        read_sarif(cwd / "out.sarif")
+    else:
+        assert result.returncode == 4, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("change", ["gates-file", "tree"])
+def test_shards_of_different_runs_are_refused(tmp_path: Path, change: str) -> None:
+    repo = make_gated_repo(tmp_path, PASSING_GATES, GOOD_ANSWER)
+    (first,) = shard_runs(repo, "fix")
+    if change == "gates-file":  # another claim, same tree otherwise: uncommitted
+        gates = repo.root / "gates.yaml"
+        gates.write_text(gates.read_text().replace("claim: add adds", "claim: add adds up"))
+    else:
+        (repo.root / "pkg" / "other.py").write_text("X = 1\n")
+        git(repo.repo, "add", "-A")
+        git(repo.repo, "commit", "-q", "-m", "another tree")
+    report = repo.repo.parent / "second.json"
+    run_session(repo, "second", "-k", "not fix", f"--vgate-report={report}")
+    result = merge(first, report, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    what = "ran other gates files than" if change == "gates-file" else "ran on another tree than"
+    assert f"pytest-vgate merge: {report}: {what} {first}" in result.stderr, result.stderr

@@ -11,6 +11,8 @@ pytest.
 
 from __future__ import annotations
 
+import html
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,24 @@ from pytest_vgate.exporters.common import Finding, findings, relative_uri
 MAX_PER_LEVEL = 10  # annotations of one level GitHub shows per step
 SUMMARY_BUDGET = 1_000_000  # bytes; GitHub refuses a step summary over 1 MiB
 MAX_ROWS = 500  # rows per summary table before the budget is even considered
+
+
+MARKDOWN_PUNCTUATION = frozenset("\\`*[]|")  # what starts markup in a table cell
+
+
+def stop_commands() -> tuple[str, str]:
+    """(stop line, resume line) with a fresh random token: between them the runner acts
+    on no workflow command, so untrusted text (a check's output, a claim, a verifier's
+    message) printed there cannot start one (``::add-mask::``, ``::error::``)."""
+    token = f"vgate-{secrets.token_hex(16)}"
+    return f"::stop-commands::{token}", f"::{token}::"
+
+
+def markdown_text(text: str) -> str:
+    """Untrusted text for a Markdown summary: HTML escaped and Markdown punctuation
+    backslash-escaped, so that it renders as the text it is (no tag, link or image)."""
+    escaped = html.escape(text, quote=False)
+    return "".join(f"\\{c}" if c in MARKDOWN_PUNCTUATION else c for c in escaped)
 
 
 def escape_data(text: str) -> str:
@@ -65,7 +85,7 @@ def annotation_lines(report: Mapping[str, Any], workspace: str | Path) -> list[s
 
 def _cell(value: object) -> str:
     text = " ".join(str(value if value is not None else "-").split())
-    return text.replace("\\", "\\\\").replace("|", "\\|") or "-"
+    return markdown_text(text) or "-"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]], limit: int) -> list[str]:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -73,11 +74,23 @@ def _rules() -> list[dict[str, Any]]:
     return rules
 
 
+def uri_reference(posix_path: str) -> str:
+    """A relative POSIX path as an RFC 3986 relative reference: every octet but the
+    unreserved characters and ``/`` percent-encoded (``#``, ``%``, ``?``, a space, a ``:``
+    that would read as a scheme), so a consumer resolves the file that was meant."""
+    return urllib.parse.quote(posix_path, safe="/", errors="surrogateescape")
+
+
+def file_uri(path: str | Path) -> str:
+    """An absolute ``file:`` URI, percent-encoded (a relative path is taken from the cwd)."""
+    return Path(os.path.abspath(path)).as_uri()
+
+
 def _physical(place: Place, rootdir: str) -> dict[str, Any]:
     uri = relative_uri(place.path, rootdir)
-    artifact: dict[str, str] = {"uri": Path(place.path).as_uri()}
+    artifact: dict[str, str] = {"uri": file_uri(place.path)}
     if uri is not None:
-        artifact = {"uri": uri, "uriBaseId": ROOT_ID}
+        artifact = {"uri": uri_reference(uri), "uriBaseId": ROOT_ID}
     location: dict[str, Any] = {"artifactLocation": artifact}
     if place.line is not None and place.line >= 1:
         location["region"] = {"startLine": place.line}
@@ -151,7 +164,7 @@ def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) ->
                 "rules": rules,
             }
         },
-        "originalUriBaseIds": {ROOT_ID: {"uri": Path(rootdir).as_uri().rstrip("/") + "/"}},
+        "originalUriBaseIds": {ROOT_ID: {"uri": file_uri(rootdir).rstrip("/") + "/"}},
         "invocations": [invocation],
         "results": [_result(f, index[f.rule], rootdir) for f in kept],
         "properties": {

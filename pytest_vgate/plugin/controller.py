@@ -43,6 +43,8 @@ class Controller:
             evidence = self.res.evidence_for(root)
             self.res.warnings.extend(evidence.warnings)
             evidence.remember_built = True  # this process writes it: see _record_evidence
+        if self.res.settings.report is not None:
+            self._step(self._write_placeholder, "the JSON report")
         if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix and not only_collects:  # a listing rewrites nothing
@@ -148,21 +150,39 @@ class Controller:
         # Every run is over: the base worktrees go now, so that what removing them could
         # not do is in the summary's warnings (at unconfigure, the summary is written).
         self._step(self.release, "removing the base worktrees")
+        if report:  # last: only a session that got here has a sealed report
+            self._step(lambda: self._write_report(report, seal=True), "the JSON report")
 
     def _step(self, step: Callable[[], object], what: str) -> None:
         failed = fail_closed_step(step, what)
         if failed is not None:
             self.res.warnings.append(failed)
 
+    def _write_placeholder(self) -> None:
+        """A report left by an earlier session must not stand for this one: until this
+        session ends, the file says it has not."""
+        from pytest_vgate.report import REPORT_VERSION
+
+        self._write_report({"version": REPORT_VERSION, "state": "running"}, seal=False)
+
     def _build_report(self) -> dict[str, Any]:
-        from pytest_vgate.report import build_report, write_json_report
+        from pytest_vgate.plugin.describe import describe_session
+        from pytest_vgate.report import build_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
+        report.update(describe_session(self.config, self.res, self.loaded))
+        self._write_report(report, seal=False)
+        return report
+
+    def _write_report(self, report: dict[str, Any], *, seal: bool) -> None:
+        from pytest_vgate.report import sealed, write_json_report
+
         if self.res.settings.report is not None:
-            warning = write_json_report(self.res.settings.report, report)
+            warning = write_json_report(
+                self.res.settings.report, sealed(report) if seal else report
+            )
             if warning:
                 self.res.warnings.append(warning)
-        return report
 
     def _extend_adjustment_warnings(self) -> None:
         from pytest_vgate.plugin.extending import adjustment_warnings

@@ -11,14 +11,15 @@ must not look like a pass. Extra fields in the reports are carried through untou
 from __future__ import annotations
 
 import argparse
-import json
+import hashlib
 import os
 import shutil
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.paths import relative
@@ -30,7 +31,17 @@ from pytest_vgate.payload import (
     document_order,
     payload_of_entry,
 )
-from pytest_vgate.report import REPORT_VERSION, gate_state, summarize, write_json_report
+from pytest_vgate.report import (
+    COMPLETE,
+    REPORT_VERSION,
+    ReportFileError,
+    gate_state,
+    read_report_file,
+    report_digest,
+    sealed,
+    summarize,
+    write_json_report,
+)
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4  # 4: as pytest's usage error
@@ -46,11 +57,14 @@ class MergeError(VgateError):
 
 
 def read_shard(path: Path) -> dict[str, Any]:
+    """A shard report, checked: a regular file (never a FIFO or device: no read blocks),
+    JSON of bounded depth, entries that are payloads, sealed by a session that reached
+    its end, and describing itself (gates files, tree, selection)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MergeError(f"{path}: cannot read the JSON report: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("gates"), list):
+        data = read_report_file(path)
+    except ReportFileError as exc:
+        raise MergeError(str(exc)) from None
+    if not isinstance(data.get("gates"), list):
         raise MergeError(f"{path}: not a pytest-vgate JSON report (no `gates` list)")
     if data.get("version") != REPORT_VERSION:
         raise MergeError(
@@ -58,14 +72,62 @@ def read_shard(path: Path) -> dict[str, Any]:
             f"{REPORT_VERSION}; merge reports written by the same pytest-vgate"
         )
     for key, kind in ENTRY_KINDS:
-        for i, entry in enumerate(data.get(key) or ()):
+        entries = data.get(key)
+        entries = [] if entries is None else entries
+        if not isinstance(entries, list):
+            raise MergeError(f"{path}: `{key}` is not a list")
+        for i, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 raise MergeError(f"{path}: {key}[{i}] is not a JSON object")
             try:
                 payload_of_entry(entry, kind)
             except PayloadError as exc:
                 raise MergeError(f"{path}: {key}[{i}]: {exc}") from None
+    seal = data.get(COMPLETE)
+    if not isinstance(seal, dict) or list(data)[-1] != COMPLETE:
+        raise MergeError(
+            f"{path}: the session that wrote this report did not reach its end (no seal): "
+            "its shard cannot be trusted; run it again"
+        )
+    if seal.get("sha256") != report_digest(data):
+        raise MergeError(f"{path}: the report was changed after its session sealed it")
+    for key, kind_of in (("gates_files", list), ("tree", dict), ("selection", dict)):
+        if not isinstance(data.get(key), kind_of):
+            raise MergeError(f"{path}: the report does not describe its session (no `{key}`)")
+    for i, described in enumerate(data["gates_files"]):
+        if not isinstance(described, dict) or not isinstance(described.get("gates"), list):
+            raise MergeError(f"{path}: gates_files[{i}] is not a gates file's description")
     return data
+
+
+def identity(shard: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What shards of one run share: each gates file's content hash, and the tree."""
+    files = {str(f.get("path")): f.get("sha256") for f in shard["gates_files"]}
+    return files, dict(shard["tree"])
+
+
+def check_same_run(shards: Sequence[tuple[Path, Mapping[str, Any]]]) -> None:
+    """Shards of different trees or gates files are not parts of one run: merging them
+    would let one tree's pass stand for another's gate."""
+    if not shards:
+        return
+    first_path, first = shards[0]
+    files, tree = identity(first)
+    for path, shard in shards[1:]:
+        other_files, other_tree = identity(shard)
+        if other_files != files:
+            changed = sorted(
+                k for k in {*files, *other_files} if files.get(k) != other_files.get(k)
+            )
+            raise MergeError(
+                f"{path}: ran other gates files than {first_path} (differ: "
+                f"{', '.join(changed)}); merge the shards of one run only"
+            )
+        if other_tree != tree:
+            raise MergeError(
+                f"{path}: ran on another tree than {first_path} ({other_tree} != {tree}); "
+                "merge the shards of one run only"
+            )
 
 
 def _source_file(entry: Mapping[str, Any]) -> tuple[str, int]:
@@ -129,16 +191,42 @@ def merge_reports(
         for warning in shard.get("warnings") or ():
             warnings.append(f"{path}: {warning}")
     declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
+    described: dict[str, Mapping[str, Any]] = {}  # what the shards say of their gates files
+    for _, shard in shards:
+        for desc in shard.get("gates_files") or ():
+            described.setdefault(str(desc.get("path")), desc)
+    for rel, desc in described.items():
+        here = Path(root) / rel
+        if rel in declared or not _regular(here):
+            continue
+        if _sha256(here) != desc.get("sha256"):
+            raise MergeError(
+                f"the gates file {rel} under {root} is not the one the shards ran (its "
+                "content differs); merge in the checkout of the run, or without it"
+            )
+        declared[rel] = None  # here: its documents can be checked citation by citation
     for rel in named:
-        if rel not in declared and (Path(root) / rel).is_file():
+        if rel in declared or rel in described:
+            continue
+        if _regular(Path(root) / rel):
             declared[rel] = None
-        elif rel not in declared:
+        else:
             warnings.append(
                 f"the gates file {rel} named in the reports is not under {root}: its gates "
                 "are not checked for completeness (give it with --gates)"
             )
     ran = {(e["_file"], str(e.get("id"))) for e in gates.values()}
     missing = []
+    for rel, desc in described.items():
+        if rel in declared:
+            continue  # read from disk below
+        for gate in desc.get("gates") or ():
+            if (rel, str(gate.get("id"))) not in ran:
+                line = gate.get("line") if isinstance(gate.get("line"), int) else 0
+                missing.append(
+                    _missing_entry(rel, str(gate.get("id")), str(gate.get("claim") or ""), line)
+                )
+        missing.extend(_unchecked_described(rel, desc, citations, documents))
     for rel in declared:
         try:
             loaded = load_gates_file(Path(root) / rel)
@@ -151,6 +239,12 @@ def merge_reports(
     ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
     entries = [{k: v for k, v in e.items() if k != "_file"} for e in ordered] + missing
     cited = sorted(citations.values(), key=lambda entry: document_order(entry.get("result")))
+    selection: dict[str, dict[str, None]] = {"selected": {}, "deselected": {}, "removed": {}}
+    for _, shard in shards:
+        for key, seen in selection.items():
+            seen.update(dict.fromkeys(map(str, (shard.get("selection") or {}).get(key) or ())))
+    ran_anywhere = {*selection["selected"], *(str(e.get("nodeid")) for e in gates.values())}
+    deselected = [n for n in selection["deselected"] if n not in ran_anywhere]
     return {
         "version": REPORT_VERSION,
         "rootdir": root,
@@ -160,7 +254,51 @@ def merge_reports(
         "citation_documents": sorted(documents.values(), key=lambda d: str(d.get("document"))),
         "shards": [str(path) for path, _ in shards],
         "missing": [f"{e['source'].rpartition(':')[0]}::{e['id']}" for e in missing],
+        "gates_files": list(described.values()),
+        "tree": dict(shards[0][1].get("tree") or {}) if shards else {},
+        "selection": {
+            "selected": [*selection["selected"], *(e["nodeid"] for e in missing)],
+            "deselected": deselected,
+            "removed": list(selection["removed"]),
+        },
+        "findings": [f for _, shard in shards for f in shard.get("findings") or ()],
     }, warnings
+
+
+def _regular(path: Path) -> bool:
+    """A regular file (a FIFO or device would block or never end a read)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _unchecked_described(
+    rel: str,
+    desc: Mapping[str, Any],
+    citations: Mapping[str, Mapping[str, Any]],
+    documents: Mapping[str, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Without the checkout: a document the gates file cites of which no shard checked
+    any citation, nor audited it whole (a partly checked one needs the document itself)."""
+    seen = {str(e.get("source") or "").rpartition(":")[0] for e in citations.values()}
+    missing = []
+    for document in desc.get("citations") or ():
+        shown = str(document)
+        if (
+            shown not in seen
+            and shown not in documents
+            and not any(str(d).endswith(shown) for d in documents)
+        ):
+            missing.append(_missing_document(rel, shown, "any citation"))
+    return missing
 
 
 def _unchecked_documents(
@@ -318,7 +456,7 @@ def append_ledger(report: Mapping[str, Any], ledger: Path) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m pytest_vgate merge",
         description="Merge the --vgate-report files of sharded runs into one verdict.",
     )
@@ -340,18 +478,26 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
     args = build_parser().parse_args(argv)
     try:
+        rootdir = _root(args.rootdir)
         shards = [(path, read_shard(path)) for path in args.reports]
+        check_same_run(shards)
         for path in args.gates:
-            if not path.is_file():
-                raise MergeError(f"--gates {path}: no such file")
-        report, warnings = merge_reports(shards, args.gates, args.rootdir)
+            if not _regular(path):
+                raise MergeError(f"--gates {path}: no such file (or not a regular file)")
+        report, warnings = merge_reports(shards, args.gates, rootdir)
     except MergeError as exc:
         print(f"pytest-vgate merge: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (RecursionError, MemoryError) as exc:  # a report within bounds, still too big
+        print(f"pytest-vgate merge: the reports are too large to merge: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.ledger is not None:
-        warnings.extend(append_ledger(report, args.ledger))
+        try:
+            warnings.extend(append_ledger(report, args.ledger))
+        except (OSError, ValueError) as exc:
+            warnings.append(f"could not write the ledger {args.ledger}: {exc}")
     if args.vgate_report is not None:
-        warning = write_json_report(args.vgate_report, report)
+        warning = write_json_report(args.vgate_report, sealed(report))
         if warning:
             warnings.append(warning)
     if args.vgate_sarif is not None:
@@ -359,7 +505,26 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
 
         try:
             write_sarif(args.vgate_sarif, build_sarif(report))
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             warnings.append(f"could not write the SARIF log {args.vgate_sarif}: {exc}")
     render_summary(report, warnings, out, verbose=args.verbose)
     return EXIT_FAILED if merged_failed(report) else EXIT_OK
+
+
+def _root(rootdir: Path | None) -> Path:
+    """``--rootdir`` made absolute (``.`` is the cwd); it must be a folder."""
+    try:
+        root = (rootdir or Path.cwd()).absolute()
+        if not root.is_dir():
+            raise MergeError(f"--rootdir {rootdir}: not a folder")
+        return Path(os.path.realpath(root))
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"--rootdir {rootdir}: {exc}") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is a usage error, exit 4, as for pytest."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")

@@ -1,0 +1,71 @@
+"""What a JSON report says about the session that wrote it, so that it can be checked
+without the checkout: each gates file (its content hash, its gates, the documents it
+cites), the tree each gates root ran on, the options that change a verdict, what was
+selected, and what the exit-status guard found (``python -m pytest_vgate verify``,
+``merge``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_vgate.plugin.session import Resources
+from pytest_vgate.spec import GatesFile
+
+GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
+OPTIONS = ("base", "require_red", "strict", "timeout", "isolation", "coverage", "repeat", "only")
+
+
+def _rel(path: Path, rootdir: Path) -> str:
+    return Path(os.path.relpath(os.path.realpath(path), os.path.realpath(rootdir))).as_posix()
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def describe_gates_file(loaded: GatesFile, rootdir: Path) -> dict[str, Any]:
+    return {
+        "path": _rel(loaded.path, rootdir),
+        "sha256": file_sha256(loaded.path),
+        "gates": [{"id": g.id, "line": g.line, "claim": g.claim} for g in loaded.gates],
+        "citations": [_rel(d, rootdir) for d in loaded.citations],
+    }
+
+
+def describe_session(
+    config: pytest.Config, res: Resources, loaded: Sequence[GatesFile]
+) -> dict[str, Any]:
+    rootdir = config.rootpath
+    trees: dict[str, Any] = {}
+    for root in dict.fromkeys(g.root for g in loaded):
+        tree = res.evidence_for(root).tree
+        trees[_rel(root, rootdir)] = {"commit": tree.commit, "dirty": tree.dirty, "repo": tree.repo}
+    settings = res.settings
+    options = {name: getattr(settings, name) for name in OPTIONS}
+    options["deselect"] = {
+        "keyword": config.option.keyword or None,
+        "markexpr": config.option.markexpr or None,
+    }
+    guard = config.pluginmanager.get_plugin(GUARD)
+    selection = getattr(guard, "selection", None)
+    findings = getattr(guard, "findings", ())
+    return {
+        "gates_files": [describe_gates_file(g, rootdir) for g in loaded],
+        "tree": trees,
+        "options": options,
+        "selection": {
+            "selected": list(selection.selected) if selection else [],
+            "deselected": list(selection.deselected) if selection else [],
+            "removed": list(selection.removed) if selection else [],
+        },
+        "findings": [{"nodeid": f.nodeid, "what": f.what} for f in findings],
+    }

@@ -1,0 +1,152 @@
+"""``python -m pytest_vgate verify REPORT.json``: the verdict of a session, read from outside.
+
+Code that runs inside pytest (a hook, a conftest, a check's plugin) can end the process
+with any exit status, ``os._exit(0)`` included; no plugin can stop that from inside. The
+JSON report is sealed only when the session has reached its end, and it lists what was
+selected. ``verify`` exits 0 only for a sealed report in which every selected item is
+present, every gate the gates files declare was met, and every verdict is ok; otherwise
+it prints each thing that is not and exits 1 (4 when the file is not a report at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pytest_vgate.report import (
+    COMPLETE,
+    REPORT_VERSION,
+    ReportFileError,
+    gate_state,
+    read_report_file,
+    report_digest,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
+
+
+def problems(report: Mapping[str, Any]) -> list[str]:
+    """Every reason the report is not a complete, passing session; empty when it is."""
+    if report.get("version") != REPORT_VERSION:
+        return [f"report version {report.get('version')!r}; this verify reads {REPORT_VERSION}"]
+    found = _seal_problems(report)
+    entries = _entries(report)
+    if found or entries is None:
+        return found or ["the report has no `gates`/`citations` lists"]
+    present = {str(e.get("nodeid")) for e in entries if e.get("nodeid")}
+    selection = report.get("selection")
+    if not isinstance(selection, Mapping):
+        return ["the report does not say what the session selected (no `selection`)"]
+    selected = [str(n) for n in selection.get("selected") or ()]
+    met = {*selected, *map(str, selection.get("deselected") or ())}
+    found += [f"{n}: selected, but not in the report" for n in selected if n not in present]
+    for gates_file in report.get("gates_files") or ():
+        rel = str(gates_file.get("path"))
+        for gate in gates_file.get("gates") or ():
+            nodeid = f"{rel}::{gate.get('id')}"
+            if nodeid not in met and nodeid not in present:
+                found.append(f"{nodeid}: declared in {rel}, but neither run nor deselected")
+    found += [f"{f.get('nodeid')}: {f.get('what')}" for f in report.get("findings") or ()]
+    for entry in report["gates"]:
+        if gate_state(entry) == "failed":
+            cause = f", cause {entry['cause']}" if entry.get("cause") else ""
+            detail = str(entry.get("detail") or "").strip().splitlines()
+            why = f": {detail[0]}" if detail else ""
+            found.append(f"{_name(entry)}: mode {entry.get('mode')}{cause}{why}")
+    for entry in report["citations"]:
+        if entry.get("ok") is not True:
+            found.append(f"{entry.get('source')}: citation {entry.get('citation')!r} "
+                         f"{entry.get('status')}")  # fmt: skip
+    for entry in report.get("citation_documents") or ():
+        if entry.get("ok") is not True:
+            found.append(f"{entry.get('document')}: {entry.get('mode')}: {entry.get('detail')}")
+    return found
+
+
+def _seal_problems(report: Mapping[str, Any]) -> list[str]:
+    seal = report.get(COMPLETE)
+    if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
+        return [
+            "incomplete: the session did not reach its end (the process was ended early, "
+            "by a hook, a conftest or a signal); no verdict in it can be trusted"
+        ]
+    if seal.get("sha256") != report_digest(report):
+        return ["incomplete: the report was changed after the session sealed it"]
+    return []
+
+
+def _entries(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    lists = [report.get(key) for key in ("gates", "citations")]
+    documents = report.get("citation_documents") or []
+    if not all(isinstance(x, list) for x in (*lists, documents)):
+        return None
+    entries = [e for x in (*lists, documents) for e in x]  # type: ignore[union-attr]
+    return entries if all(isinstance(e, Mapping) for e in entries) else None
+
+
+def _name(entry: Mapping[str, Any]) -> str:
+    return str(entry.get("nodeid") or entry.get("id"))
+
+
+def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_vgate verify",
+        description="Exit 0 only if REPORT is a complete pytest-vgate report and all is ok.",
+    )
+    parser.add_argument("report", type=Path, metavar="REPORT")
+    args = parser.parse_args(argv)
+    try:
+        report = read_report_file(args.report)
+    except ReportFileError as exc:
+        print(f"pytest-vgate verify: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    found = problems(report)
+    if found:
+        head = f"pytest-vgate verify: {args.report}: NOT VERIFIED ({len(found)})"
+    else:
+        head = (
+            f"pytest-vgate verify: {args.report}: verified ({len(report['gates'])} gates, all ok)"
+        )
+    github = os.environ.get("GITHUB_ACTIONS") == "true"
+    if github:
+        _github(head, found, out)
+    else:
+        print(head + (":" if found else ""), file=out)
+        for line in found:
+            print(f"  {line}", file=out)
+    return EXIT_FAILED if found else EXIT_OK
+
+
+def _github(head: str, found: Sequence[str], out: TextIO) -> None:
+    """Under GitHub Actions: the problems (text of the report: untrusted) printed where the
+    runner acts on no workflow command, one ``::error`` each (at most 10), and a section
+    appended to the job summary."""
+    from pytest_vgate.exporters.github import (
+        MAX_PER_LEVEL,
+        escape_data,
+        markdown_text,
+        stop_commands,
+    )
+
+    stop, resume = stop_commands()
+    print(stop, file=out)
+    print(head + (":" if found else ""), file=out)
+    for line in found:
+        print(f"  {line}", file=out)
+    print(resume, file=out)
+    for line in found[:MAX_PER_LEVEL]:
+        print(f"::error title=pytest-vgate verify::{escape_data(line)}", file=out)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary:
+        return
+    text = ["## pytest-vgate verify", "", markdown_text(head), ""]
+    text += [f"- {markdown_text(' '.join(line.split()))}" for line in found]
+    try:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write("\n".join(text) + "\n\n")
+    except OSError as exc:
+        print(f"pytest-vgate verify: could not write the job summary: {exc}", file=sys.stderr)
