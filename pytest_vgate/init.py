@@ -28,7 +28,7 @@ from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import GatesFileError, load_gates_file
 
 _GIT = ("-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128
 UNTRACKED_LIMIT = 16 << 20  # an untracked file bigger than this is no source file
@@ -55,12 +55,17 @@ class CollectedTest(Jsonable):
     class_start: int = 0
     class_end: int = 0
     doc: str = ""
+    unparametrized: str = ""  # the node id without its parameter set, as pytest named it
+    file: str = ""  # absolute: the module that collected it (``path`` may be a base class's)
 
     @property
     def base_nodeid(self) -> str:
-        """The node id without parametrization: runs every parameter set of the test."""
-        head, _, last = self.nodeid.rpartition("::")
-        return f"{head}::{last.split('[', 1)[0]}" if head else self.nodeid
+        """The node id without parametrization: runs every parameter set of the test (an
+        id holding ``::`` or ``[`` is still one test)."""
+        if self.unparametrized:
+            return self.unparametrized
+        head, _, last = self.nodeid.partition("[")[0].rpartition("::")
+        return f"{head}::{last}" if head else self.nodeid
 
 
 @dataclass(frozen=True)
@@ -112,22 +117,7 @@ def changed_lines(where: Path, base: str) -> Change:
          "--dst-prefix=b/", "-U0", sha, "--"],
         top,
     )  # fmt: skip
-    lines: dict[str, set[int]] = {}
-    current: set[int] | None = None
-    for row in diff.splitlines():
-        if row.startswith("+++ "):
-            target = row[4:]
-            current = None
-            if target != "/dev/null" and target.startswith("b/"):
-                current = lines.setdefault(str(top / target[2:]), set())
-            continue
-        match = _HUNK.match(row)
-        if match and current is not None:
-            start, count = int(match.group(1)), int(match.group(2) or "1")
-            if count:
-                current.update(range(start, start + count))
-            else:  # pure deletion after line `start`
-                current.update((start, start + 1))
+    lines = {str(top / rel): rows for rel, rows in parse_diff(diff).items()}
     untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], top)
     for rel in filter(None, untracked.split("\0")):
         path = top / rel
@@ -145,6 +135,89 @@ def changed_lines(where: Path, base: str) -> Change:
         sha=sha,
         lines={p: frozenset(v) for p, v in lines.items() if v and Path(p).is_file()},
     )
+
+
+_DEFINES_TEST = re.compile(r"^\s*(?:async\s+def|def|class)\s+[Tt]est")
+_OCTAL = re.compile(r"[0-3][0-7]{2}")
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def parse_diff(diff: str) -> dict[str, set[int]]:
+    """Changed lines per path (relative to the repository) of a ``git diff -U0``.
+
+    Hunks are read by their line counts, so an added line that itself reads ``++ x`` (shown
+    as ``+++ x``) is content, never a file header. A path git quoted (tabs, quotes, bytes
+    it escapes) is unquoted; the tab git ends an unquoted path with a space in is dropped.
+    A pure deletion marks the lines around it (a test that lost a line changed), unless
+    what it removed was a whole test: deleting a test changes none of its neighbours.
+    """
+    lines: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    rows = diff.split("\n")
+    i = 0
+    while i < len(rows):
+        row = rows[i]
+        i += 1
+        if row.startswith("+++ "):
+            target = _diff_path(row[4:])
+            current = None
+            if target is not None and target.startswith("b/"):
+                current = lines.setdefault(target[2:], set())
+            continue
+        match = _HUNK.match(row)
+        if not match:
+            continue
+        old = int(match.group(2) or "1")
+        start, count = int(match.group(3)), int(match.group(4) or "1")
+        removed: list[str] = []
+        seen_old = seen_new = 0
+        while (seen_old < old or seen_new < count) and i < len(rows):
+            body = rows[i]
+            i += 1
+            if body.startswith("-"):
+                seen_old += 1
+                removed.append(body[1:])
+            elif body.startswith("+"):
+                seen_new += 1
+            elif not body.startswith("\\"):  # "\\ No newline at end of file"
+                break
+        if current is None:
+            continue
+        if count:
+            current.update(range(start, start + count))
+        elif not any(_DEFINES_TEST.match(r) for r in removed):  # a deletion after `start`
+            current.update((start, start + 1))
+    return lines
+
+
+def _diff_path(text: str) -> str | None:
+    """The path of a ``+++`` header: None for /dev/null."""
+    if text.startswith('"'):
+        return _c_unquote(text)
+    if text.endswith("\t"):  # git adds it after a path that holds a space
+        text = text[:-1]
+    return None if text == "/dev/null" else text
+
+
+def _c_unquote(text: str) -> str:
+    """git's C-style quoted path (``"a\\tb"``, octal bytes ``\\303\\251``) as a str."""
+    out = bytearray()
+    body = text[1:-1] if text.endswith('"') and len(text) > 1 else text[1:]
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if _OCTAL.match(body, i + 1):
+                out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.extend(bytes([_C_ESCAPES[nxt]]) if nxt in _C_ESCAPES else nxt.encode())
+            i += 2
+            continue
+        out.extend(c.encode("utf-8", "surrogateescape"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
 
 
 def is_test_file(path: str, patterns: Iterable[str]) -> bool:
@@ -217,6 +290,9 @@ def humanize(test: CollectedTest) -> str:
     """The claim of a test: its docstring's first paragraph (a summary wrapped over several
     lines is one sentence), else its name in words."""
     paragraph = re.split(r"\n[ \t]*\n", test.doc.strip(), maxsplit=1)[0]
+    # A claim is text to read: a lone surrogate becomes U+FFFD, a control character a space.
+    paragraph = re.sub("[\ud800-\udfff]", "\ufffd", paragraph)
+    paragraph = "".join(c if c.isprintable() else " " for c in paragraph)
     first = " ".join(paragraph.split())
     if first:
         return first
@@ -249,9 +325,18 @@ def gate_ids(tests: Sequence[CollectedTest]) -> list[str]:
     return ids
 
 
+# What YAML may hold unescaped (its printable set): anything else is written as \uXXXX.
+_YAML_UNPRINTABLE = re.compile(
+    r"[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
 def _q(text: str) -> str:
-    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
-    return json.dumps(text, ensure_ascii=False)
+    """A YAML double-quoted scalar (JSON strings are valid YAML) that loads back to
+    ``text`` exactly: DEL, C1 controls and lone surrogates (a path's undecodable bytes)
+    are escaped, since YAML refuses them raw."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _YAML_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def render_gates_file(
@@ -261,18 +346,28 @@ def render_gates_file(
     root: Path,
     folder: Path,
     overlay: Sequence[str],
+    pythonpath: Sequence[str] = (),
+    command: str = "",
 ) -> str:
-    """The gates file text: one gate per test, its check run from ``root``."""
+    """The gates file text: one gate per test, its check run from ``root``.
+
+    ``pythonpath``: folders (relative to ``root``) the tests import the project from, set
+    as ``PYTHONPATH`` for every check, so the base worktree's runs import the base's copy
+    with no install. ``command``: the line that proves the file, for its header."""
     root_real = Path(os.path.realpath(root))
     rel_overlay = sorted({_rel(p, root_real) for p in overlay})
+    command = command or f"pytest --vgate <this file> --vgate-base {change.base} --vgate-only"
     lines = [
         f"# Written by `pytest --vgate-init {change.base}` ({change.sha[:12]}): one gate per",
         "# test added or changed since then. Prove them red on the base, green here, with:",
-        f"#   pytest --vgate <this file> --vgate-base {change.base}",
+        f"#   {command}",
     ]
     root_rel = os.path.relpath(root_real, os.path.realpath(folder))
     if root_rel != ".":
         lines.append(f"root: {_q(PurePosixPath(Path(root_rel)).as_posix())}")
+    if pythonpath:
+        lines.append("defaults:")
+        lines.append(f"  env: {{set: {{PYTHONPATH: {_q(os.pathsep.join(pythonpath))}}}}}")
     lines.append("gates:")
     for gate_id, test in zip(gate_ids(tests), tests, strict=True):
         check = shlex.join(["python", "-m", "pytest", "-q", test.base_nodeid])
@@ -282,6 +377,68 @@ def render_gates_file(
         if rel_overlay:
             lines.append("    overlay: [" + ", ".join(_q(p) for p in rel_overlay) + "]")
     return "\n".join(lines) + "\n"
+
+
+def inexpressible(test: CollectedTest) -> str:
+    """Why a gates file cannot name this test, or "" when it can."""
+    node = test.base_nodeid
+    if _YAML_UNPRINTABLE.search(node) and any("\ud800" <= c <= "\udfff" for c in node):
+        return "its path is not valid UTF-8, and a gates file holds only Unicode text"
+    if "::" in (test.file or test.path):
+        return "its file name holds `::`, which pytest reads as the end of the path"
+    if node.startswith("-"):
+        return "its node id starts with `-`, which pytest reads as an option"
+    return ""
+
+
+DOCTEST_SUFFIXES = (".py", ".md", ".rst", ".txt")
+
+
+def changed_doctests(change: Change, root: Path) -> list[tuple[str, int]]:
+    """(path relative to ``root``, first line) of each doctest example the diff touches:
+    a ``>>>`` line and the lines of output after it. Such examples are not test functions
+    init can find by its collection, so they are named, not silently left out."""
+    top = Path(os.path.realpath(root))
+    found: list[tuple[str, int]] = []
+    for path in change.files:
+        real = Path(os.path.realpath(path))
+        if not path.endswith(DOCTEST_SUFFIXES) or top not in real.parents:
+            continue
+        changed = change.lines[path]
+        start = 0
+        for number, text in enumerate(_file_lines(path), 1):
+            stripped = text.strip()
+            if stripped.startswith(">>>"):
+                start = start or number
+            elif not stripped or stripped in ('"""', "'''", "```"):
+                start = 0
+            if start and number in changed:
+                where = (real.relative_to(top).as_posix(), start)
+                if where not in found:
+                    found.append(where)
+    return found
+
+
+def import_folders(root: Path, missing: Iterable[str]) -> list[str]:
+    """Folders of ``root`` (``src`` first) that hold the modules the tests could not
+    import, relative to ``root``: a project used from its checkout with no install."""
+    top = Path(root)
+    try:
+        candidates = sorted(
+            (d for d in top.iterdir() if d.is_dir() and not d.name.startswith(".")),
+            key=lambda d: (d.name != "src", d.name),
+        )
+    except OSError:
+        return []
+    found: list[str] = []
+    for name in dict.fromkeys(missing):
+        for folder in candidates:
+            if (folder / name).is_dir() or (folder / f"{name}.py").is_file():
+                rel = folder.relative_to(top).as_posix()
+                if rel not in found:
+                    found.append(rel)
+                break
+    return found
 
 
 def _rel(path: str, root: Path) -> str:

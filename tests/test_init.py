@@ -193,3 +193,27 @@ def test_the_users_diff_configuration_does_not_change_the_reading(
     git(repo.repo, "config", setting, "true")
     change = changed_lines(repo.root, repo.bug_sha)
     assert str(repo.fix_test) in change.lines
+
+
+def test_the_diff_reader_takes_quoted_paths_plus_lines_and_deleted_tests() -> None:
+    from pytest_vgate.init import parse_diff
+
+    diff = (
+        '+++ "b/tests/test_tab\\there \\303\\251.py"\n'
+        "@@ -1,0 +2,2 @@\n"
+        "+++ b/tests/elsewhere.py\n"  # content: an added line that reads `++ b/...`
+        "+-- a/x\n"
+        "@@ -9,0 +12 @@\n"
+        "+    assert x\n"
+        "+++ b/tests/test_with space.py\t\n"
+        "@@ -10,3 +11,0 @@\n"  # a whole test deleted: no neighbour changed
+        "-def test_gone():\n"
+        "-    pass\n"
+        "-\n"
+        "@@ -20 +19,0 @@\n"  # one line of a test deleted: its neighbours changed
+        "-    x = 1\n"
+    )
+    assert parse_diff(diff) == {
+        "tests/test_tab\there é.py": {2, 3, 12},
+        "tests/test_with space.py": {19, 20},
+    }

@@ -34,6 +34,30 @@ from pytest_vgate.process import bytecode
 ADD_TIMEOUT = 600.0
 
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+# The files that say how the project's tests import and run: an uncommitted edit of one
+# is the session's configuration, so the base run gets it as an overlay file would.
+CONFIG_NAMES = frozenset({"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py"})
+
+
+def config_edits(top: Path, overlay: Sequence[str] = (), root_rel: str = ".") -> list[str]:
+    """Configuration files (``CONFIG_NAMES``) with uncommitted edits, new or deleted ones
+    included, relative to the repository; those an overlay path already carries are left
+    to it. [] when git cannot say (no HEAD yet, git failing): nothing is carried."""
+    ok, changed, _ = git(["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], top)
+    ok2, untracked, _ = git(["ls-files", "--others", "--exclude-standard", "-z"], top)
+    if not (ok and ok2):
+        return []
+    root = Path(os.path.normpath(root_rel))
+    covered = [Path(os.path.normpath(root / p)) for p in overlay]
+    found = []
+    for rel in dict.fromkeys(filter(None, (changed + untracked).split("\0"))):
+        path = Path(rel)
+        if path.name not in CONFIG_NAMES:
+            continue
+        if any(c == path or c in path.parents for c in covered):
+            continue
+        found.append(path.as_posix())
+    return sorted(found)
 
 
 def overlay_key(overlay: Iterable[str]) -> str:
@@ -104,6 +128,24 @@ def _copy_onto(src: Path, dst: Path, tree: Path) -> None:
         shutil.copy2(src, dst)
 
 
+def _carry_config(src: Path, dst: Path, tree: Path) -> None:
+    """A configuration file as the current tree has it: copied, or removed when deleted
+    here. Only a regular file is copied, and only into the worktree."""
+    parent = os.path.realpath(dst.parent)
+    top = os.path.realpath(tree)
+    if parent != top and not parent.startswith(top + os.sep):
+        return
+    if src.is_symlink() or not (src.is_file() or not os.path.lexists(src)):
+        return
+    if os.path.lexists(src):
+        if dst.is_symlink() or dst.is_dir():
+            return
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    elif dst.is_file() and not dst.is_symlink():
+        dst.unlink()
+
+
 class BaseWorktree:
     """A checked-out base revision. Only the creating process owns (and removes) it."""
 
@@ -116,6 +158,7 @@ class BaseWorktree:
         path: Path,
         overlay: Sequence[str] = (),
         root_rel: str = ".",
+        config: Sequence[str] = (),
     ) -> None:
         self.repo = Path(repo)
         self.ref = ref
@@ -123,6 +166,7 @@ class BaseWorktree:
         self.path = Path(path)
         self.overlay = tuple(overlay)
         self.root_rel = root_rel
+        self.config = tuple(config)  # uncommitted configuration edits carried on
         self._lock_fd: int | None = None
         self._removed = False
         self._owned = False  # only the process that created the tree may delete it
@@ -139,7 +183,8 @@ class BaseWorktree:
     def create(
         cls, repo: Path, ref: str, overlay: Sequence[str] = (), *, root_rel: str = "."
     ) -> BaseWorktree:
-        """``git worktree add --detach`` of ``ref`` in a fresh temp dir, overlay copied on."""
+        """``git worktree add --detach`` of ``ref`` in a fresh temp dir, overlay copied on,
+        and the uncommitted edits of configuration files (``config_edits``)."""
         top = toplevel(repo)
         cleanup_stale_worktrees(top)
         if not ref or ref.startswith("-"):
@@ -152,10 +197,11 @@ class BaseWorktree:
             )
         sha = out.strip()
         pairs = _check_overlay(top, root_rel, overlay)
+        config = config_edits(top, overlay, root_rel)
         holder = Path(tempfile.mkdtemp(prefix=PREFIX))
         tree = cls(
             repo=top, ref=ref, sha=sha, path=holder / (top.name or "base"), overlay=overlay,
-            root_rel=root_rel,
+            root_rel=root_rel, config=config,
         )  # fmt: skip
         tree._owned = True
         try:
@@ -185,6 +231,8 @@ class BaseWorktree:
         try:
             for src, rel in pairs:
                 _copy_onto(src, tree.path / rel, tree.path)
+            for rel in config:
+                _carry_config(top / rel, tree.path / rel, tree.path)
         except BaselineError:
             tree.remove()
             raise
@@ -248,6 +296,7 @@ class BaseWorktree:
             "path": str(self.path),
             "overlay": list(self.overlay),
             "root_rel": self.root_rel,
+            "config": list(self.config),
         }
 
     @classmethod
@@ -260,6 +309,7 @@ class BaseWorktree:
             path=Path(data["path"]),
             overlay=tuple(data.get("overlay", ())),
             root_rel=str(data.get("root_rel", ".")),
+            config=tuple(data.get("config", ())),
         )
 
 

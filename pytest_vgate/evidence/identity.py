@@ -266,12 +266,14 @@ def named_files(gate: Gate, root: Path) -> list[str]:
     """The files (or folders) below ``root`` that the check's argv names, relative to root.
 
     A token counts when, resolved against the gate's cwd (``path::node`` as ``path``), it
-    names an existing path inside the root other than the root itself.
+    names an existing path inside the root other than the root itself. A word of any
+    length or content may be a program (``python -c ...``): one that no file system would
+    take as a name (too long, a NUL) names no file, it never stops the run.
     """
     tokens = [
         token
         for token in gate.argv[1:]
-        if token and not token.startswith("-") and "\n" not in token and len(token) <= 4096
+        if token and not token.startswith("-") and "\n" not in token
     ]
     if not tokens:  # e.g. `true`, `make`: nothing to resolve
         return []
@@ -284,7 +286,8 @@ def named_files(gate: Gate, root: Path) -> list[str]:
             real = Path(os.path.realpath(cwd / path))
         except (OSError, ValueError):
             continue
-        if real == root_real or root_real not in real.parents or not real.exists():
+        # os.path.exists, not Path.exists: it answers False for ENAMETOOLONG too.
+        if real == root_real or root_real not in real.parents or not os.path.exists(real):
             continue
         found[real.relative_to(root_real).as_posix()] = None
     return list(found)

@@ -279,6 +279,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
             carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
+            if tree.config:
+                carried += f"; uncommitted edits of {', '.join(tree.config)} carried on"
             lines.append(f"vgate: base {tree.ref} ({tree.sha[:10]}, {carried}) at {tree.path}")
     if res.settings.coverage == "on" and res.settings.base is None:
         lines.append(

@@ -11,8 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import shlex
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,10 @@ from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.init import (
     CollectedTest,
     InitError,
+    changed_doctests,
     changed_lines,
+    import_folders,
+    inexpressible,
     is_test_file,
     render_gates_file,
     select_tests,
@@ -51,33 +58,77 @@ def run_init(config: pytest.Config) -> int:
         root = config.rootpath
         change = changed_lines(root, base)
         patterns = config.getini("python_files")
-        test_files = [p for p in change.files if is_test_file(p, patterns) and _inside(p, root)]
-        if not test_files:
+        inside = [p for p in change.files if _inside(p, root)]
+        test_files = [p for p in inside if is_test_file(p, patterns)]
+        # A changed module that is not a test file (tests/__init__.py, a helper, a mixin)
+        # may define tests that classes in unchanged files inherit: only collecting the
+        # whole suite sees them.
+        others = [p for p in inside if p.endswith(".py") and p not in test_files]
+        for path, line in changed_doctests(change, root):
+            flag = "--doctest-modules" if path.endswith(".py") else "--doctest-glob='*'"
+            tw.line(
+                f"vgate-init: note: the change touches a doctest at {path}:{line}, which "
+                "init does not gate; give it a gate of its own with "
+                f"`check: python -m pytest -q {flag} {shlex.quote(path)}`"
+            )
+        if not test_files and not others:
             tw.line(
                 f"vgate-init: no test file changed since {base} ({change.sha[:12]})"
                 f"{_test_data_note(change.files, root)}; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
-        collected, errors = collect_tests(config, test_files)
+        pythonpath = ini_pythonpath(config)
+        whole = bool(others)
+        collected, errors, found = collect_tests(config, [] if whole else test_files, pythonpath)
+        if found:
+            pythonpath = [*pythonpath, *(p for p in found if p not in pythonpath)]
+            tw.line(
+                f"vgate-init: the tests import the project from {', '.join(found)} (it is "
+                f"not installed): every gate sets PYTHONPATH={os.pathsep.join(pythonpath)}, "
+                "so the base runs import the base's copy"
+            )
+        fatal = [e for e in errors if not whole or _names_any(e.path, test_files)]
         for error in errors:
-            tw.line(f"vgate-init: could not collect: {error}", red=True)
-        if errors:
+            if error in fatal:
+                tw.line(f"vgate-init: could not collect: {error.text}", red=True)
+            else:
+                tw.line(
+                    f"vgate-init: note: could not collect {error.path}; tests there that "
+                    "inherit the change get no gate",
+                    red=True,
+                )
+        if fatal:
             tw.line(
                 "vgate-init: fix the collection errors above (run `pytest --collect-only` on "
                 "those files) and run --vgate-init again; no gates file written",
                 red=True,
             )
             return int(pytest.ExitCode.INTERRUPTED)
-        chosen = select_tests(collected, change)
+        chosen = []
+        for test in select_tests(collected, change):
+            why = inexpressible(test)
+            if why:
+                tw.line(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
+            else:
+                chosen.append(test)
         if not chosen:
             tw.line(
                 f"vgate-init: {_count(len(test_files), 'test file')} changed since {base}, "
                 "but no test function in them did; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
-        overlay = sorted({*test_files, *support_files(change, test_files, root)})
+        modules = sorted({t.file for t in chosen if t.file and _inside(t.file, root)})
+        carried = [p for p in inside if p in set(test_files) or p in _sources(chosen)]
+        overlay = sorted({*carried, *support_files(change, [*test_files, *modules], root)})
+        command = next_command(config, _shown(out, config.invocation_params.dir), base)
         text = render_gates_file(
-            chosen, change=change, root=root, folder=out.parent, overlay=overlay
+            chosen,
+            change=change,
+            root=root,
+            folder=out.parent,
+            overlay=overlay,
+            pythonpath=pythonpath,
+            command=command,
         )
         write_gates_file(out, text, force=force)
     except InitError as exc:
@@ -89,13 +140,46 @@ def run_init(config: pytest.Config) -> int:
         f"changed since {base})"
     )
     tw.write(text)
-    tw.line(f"next: pytest --vgate {shown} --vgate-base {base}")
+    tw.line(f"next: {command}")
     written = os.path.realpath(out)  # an earlier run's gates file is not the change
     changed = [p for p in change.files if os.path.realpath(p) != written]
     note = _tests_only_note(changed, overlay, root, base)
     if note:
         tw.line(note)
     return int(pytest.ExitCode.OK)
+
+
+def next_command(config: pytest.Config, shown: str, base: str) -> str:
+    """The one command that proves the file: only the gates (no ordinary test module is
+    imported), in parallel when pytest-xdist is there."""
+    parallel = " -n auto" if config.pluginmanager.hasplugin("xdist") else ""
+    return f"pytest --vgate {_word(shown)} --vgate-base {_word(base)} --vgate-only{parallel}"
+
+
+def _word(text: str) -> str:
+    """A shell word: as is when the shell reads it so (``HEAD~1``), else quoted."""
+    return text if re.fullmatch(r"[\w@%+=:,./^~-]+", text) and text[0] != "~" else shlex.quote(text)
+
+
+def ini_pythonpath(config: pytest.Config) -> list[str]:
+    """The project's ``pythonpath`` ini entries inside its rootdir, relative to it."""
+    top = Path(os.path.realpath(config.rootpath))
+    rels: list[str] = []
+    for entry in config.getini("pythonpath"):
+        real = Path(os.path.realpath(entry))
+        if real == top or top in real.parents:
+            rel = real.relative_to(top).as_posix() if real != top else "."
+            rels.append(rel)
+    return list(dict.fromkeys(rels))
+
+
+def _sources(tests: list[CollectedTest]) -> set[str]:
+    return {os.path.realpath(t.path) for t in tests} | {t.path for t in tests}
+
+
+def _names_any(path: str, files: list[str]) -> bool:
+    real = os.path.realpath(path) if path else ""
+    return not path or any(os.path.realpath(f) == real for f in files)
 
 
 def _tests_only_note(files: list[str], overlay: list[str], root: Path, base: str) -> str:
@@ -173,14 +257,50 @@ def _shown(path: Path, here: Path) -> str:
         return str(path)
 
 
-def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[CollectedTest], list[str]]:
-    """Collect ``files`` with pytest in a child process (the session's interpreter, the
-    project's own configuration); returns the tests and the collection errors."""
+@dataclass(frozen=True)
+class CollectError:
+    """A collection error: the file it is in ("" when unknown) and pytest's words."""
+
+    path: str
+    text: str
+
+
+_MISSING = re.compile(r"No module named '([A-Za-z_][\w]*)")
+
+
+def collect_tests(
+    config: pytest.Config,
+    files: list[str],
+    pythonpath: list[str] = (),  # type: ignore[assignment]
+) -> tuple[list[CollectedTest], list[CollectError], list[str]]:
+    """Collect ``files`` (no files: the whole suite, as a plain ``pytest`` would) with
+    pytest in a child process (the session's interpreter, the project's configuration).
+
+    Returns the tests, the collection errors, and the folders the project had to be
+    imported from: when modules the tests import are missing but a folder of the rootdir
+    (``src/``) holds them, the collection is made again with that folder on PYTHONPATH."""
+    tests, errors = _collect_once(config, files, pythonpath)
+    missing = [m for e in errors for m in _MISSING.findall(e.text)]
+    found = [f for f in import_folders(config.rootpath, missing) if f not in pythonpath]
+    if not found:
+        return tests, errors, []
+    again, still = _collect_once(config, files, [*pythonpath, *found])
+    if len(still) >= len(errors):
+        return tests, errors, []
+    return again, still, found
+
+
+def _collect_once(
+    config: pytest.Config, files: list[str], pythonpath: Sequence[str]
+) -> tuple[list[CollectedTest], list[CollectError]]:
     with tempfile.TemporaryDirectory(prefix="vgate-init-") as scratch:
         target = Path(scratch) / "collected.json"
         env = dict(os.environ)
         env[PROBE_ENV] = str(target)
         env[NESTED_ENV] = "1"  # ini-configured gates stay out of the child
+        if pythonpath:
+            paths = [str(config.rootpath / p) for p in pythonpath]
+            env["PYTHONPATH"] = os.pathsep.join([*paths, *filter(None, [env.get("PYTHONPATH")])])
         argv = [
             sys.executable,
             "-m",
@@ -192,7 +312,8 @@ def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[Collect
             "-p",
             "no:cacheprovider",
             f"--rootdir={config.rootpath}",
-            *files,
+            # pytest reads `::` in an argument as a node id: such a file is found by its folder.
+            *dict.fromkeys(os.path.dirname(f) if "::" in f else f for f in files),
         ]
         if config.inipath is not None:
             argv[4:4] = ["-c", str(config.inipath)]
@@ -202,9 +323,11 @@ def collect_tests(config: pytest.Config, files: list[str]) -> tuple[list[Collect
         except (OSError, ValueError):
             output = (result.stdout + result.stderr).strip()[-2000:]
             what = result.spawn_error or f"exit {result.exit_code}"
-            return [], [f"pytest --collect-only on the changed test files ({what}):\n{output}"]
+            text = f"pytest --collect-only on the changed test files ({what}):\n{output}"
+            return [], [CollectError("", text)]
     tests = [CollectedTest.from_dict(t) for t in data.get("tests", ())]
-    return tests, [str(e) for e in data.get("errors", ())]
+    errors = [CollectError(str(e[0]), str(e[1])) for e in data.get("errors", ())]
+    return tests, errors
 
 
 # -- the probe: active only in the child started by collect_tests -------------------------
@@ -260,10 +383,15 @@ def describe_item(item: pytest.Item) -> dict[str, Any] | None:
             class_start, class_end = _spans(class_file).get(cls.__qualname__, (0, 0))
             if os.path.realpath(class_file) != os.path.realpath(filename):
                 class_start = class_end = 0  # the class is elsewhere: its body is not ours
+    name = str(getattr(item, "originalname", None) or item.name.split("[", 1)[0])
+    params = item.name[len(name) :] if item.name.startswith(name) else ""
+    plain = item.nodeid[: len(item.nodeid) - len(params)] if params else item.nodeid
     return CollectedTest(
         nodeid=item.nodeid,
+        unparametrized=plain if item.nodeid.endswith(params) else "",
+        file=str(getattr(item, "path", "") or ""),
         path=filename,
-        name=str(getattr(item, "originalname", None) or item.name.split("[", 1)[0]),
+        name=name,
         cls=cls.__name__ if cls is not None else None,
         start=start,
         end=end,
@@ -276,11 +404,12 @@ def describe_item(item: pytest.Item) -> dict[str, Any] | None:
 class _Probe:
     def __init__(self, target: Path) -> None:
         self.target = target
-        self.errors: list[str] = []
+        self.errors: list[tuple[str, str]] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.errors.append(f"{report.nodeid or report.fspath}: {report.longreprtext}")
+            where = str(report.fspath) if report.fspath else ""
+            self.errors.append((where, f"{report.nodeid or where}: {report.longreprtext}"))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         tests = [d for d in (describe_item(i) for i in session.items) if d is not None]
