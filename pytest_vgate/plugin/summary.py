@@ -183,7 +183,8 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
         )
         for _, p in rows
     ]
-    groups = table_rows(header, table, width)
+    # A gate id never breaks, nor does a status: the prose column gives way.
+    groups = table_rows(header, table, width, whole=0, fixed=(2, 3, 4, 5))
     lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
         lines += [Line(line) for line in group]
