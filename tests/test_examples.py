@@ -95,6 +95,9 @@ def test_the_readme_demo_says_what_it_shows(examples: Path, pytester: pytest.Pyt
     assert found[0] in " ".join(ci), found[0]
     result, _ = run_demo(pytester, *found[1].split())
     assert result.ret == 1
+    page = re.search(r"--vgate-html (\S+)", found[1])
+    assert page, "the README's demo writes the page"
+    assert '<table id="verdicts">' in (examples / page[1]).read_text(encoding="utf-8")
     out = result.stdout.str()
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     (mode_but,) = re.findall(r"every mode but `(\w+)`", readme)

@@ -106,6 +106,7 @@ SAMPLES = {
     "vgate_report": "report.json",
     "vgate_isolation": "off",
     "vgate_sarif": "out.sarif",
+    "vgate_html": "out.html",
 }
 
 
@@ -114,7 +115,12 @@ def _resolved(config: pytest.Config) -> tuple[object, ...]:
     from pytest_vgate.plugin.extending import github_enabled
     from pytest_vgate.plugin.settings import option_path, read_settings
 
-    return read_settings(config), option_path(config, "vgate_sarif"), github_enabled(config, {})
+    return (
+        read_settings(config),
+        option_path(config, "vgate_sarif"),
+        option_path(config, "vgate_html"),
+        github_enabled(config, {}),
+    )
 
 
 @pytest.mark.parametrize("option", [o for o in OPTIONS if o.ini], ids=lambda o: o.dest)

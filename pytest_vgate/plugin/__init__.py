@@ -32,6 +32,8 @@ OWN_PLUGINS = (
     "vgate-verdict-guard",
     "vgate-controller",
     "vgate-sarif",
+    "vgate-html",
+    "vgate-pytest-html",
     "vgate-github",
     "vgate-gc-freeze",
     "vgate-init-probe",

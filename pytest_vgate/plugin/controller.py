@@ -22,6 +22,8 @@ from pytest_vgate.plugin.session import Resources
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import Mode
 
+QUIET_RBG = ("proven", "regression", "unproven")  # statuses with no base run to explain
+
 
 class Controller:
     def __init__(self, config: pytest.Config, res: Resources, loaded: list[GatesFile]) -> None:
@@ -170,6 +172,9 @@ class Controller:
         from pytest_vgate.report import build_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
+        if self.res.base_trees:  # the page shows the diff: add it while the trees exist
+            self._add_diffs(report)
+            self._add_advice(report)
         report.update(describe_session(self.config, self.res, self.loaded))
         self._write_report(report, seal=False)
         return report
@@ -183,6 +188,35 @@ class Controller:
             )
             if warning:
                 self.res.warnings.append(warning)
+
+    def _add_diffs(self, report: dict[str, Any]) -> None:
+        from pytest_vgate.exporters.change import ChangeDiff, add_diffs
+
+        by_root: dict[str, ChangeDiff] = {}
+        for root, trees in self.res.base_trees.items():
+            for tree in trees.trees.values():  # one base commit per root
+                by_root[root] = ChangeDiff(tree.repo, tree.sha)
+                break
+        diff_for = {
+            str(g.path): by_root[str(g.root)] for g in self.loaded if str(g.root) in by_root
+        }
+        add_diffs(report["gates"], diff_for or by_root)
+
+    def _add_advice(self, report: dict[str, Any]) -> None:
+        """Each gate not proven by its base run gains ``advice``: the failure report's
+        "what to do" sentence, for readers of the report (the page)."""
+        from pytest_vgate.evidence.why import advice, decisive_lines
+        from pytest_vgate.verdict import Verdict
+
+        gates = {(str(g.path), gate.id): gate for g in self.loaded for gate in g.gates}
+        for entry in report["gates"]:
+            base, status = entry.get("base"), entry.get("rbg")
+            gate = gates.get((str(entry.get("source") or "").rpartition(":")[0], entry.get("id")))
+            if gate is None or not isinstance(base, dict) or status in (*QUIET_RBG, None):
+                continue
+            run = Verdict.from_dict(base)
+            lines = decisive_lines(run.stdout, run.stderr)
+            entry["advice"] = advice(str(status), gate, run, lines, str(entry.get("rbg_reason")))
 
     def _extend_adjustment_warnings(self) -> None:
         from pytest_vgate.plugin.extending import adjustment_warnings

@@ -284,14 +284,22 @@ def github_enabled(config: pytest.Config, environ: Mapping[str, str]) -> bool:
 
 
 def register_exporters(config: pytest.Config) -> None:
-    """On the controller: the SARIF writer (``--vgate-sarif``) and the GitHub Actions
-    writer (``--vgate-github`` or ``GITHUB_ACTIONS=true``), as ``pytest_vgate_report``
-    plugins."""
+    """On the controller: the SARIF writer (``--vgate-sarif``), the page (``--vgate-html``)
+    and the GitHub Actions writer (``--vgate-github`` or ``GITHUB_ACTIONS=true``), as
+    ``pytest_vgate_report`` plugins; with pytest-html, its report's vgate columns."""
     sarif = option_path(config, "vgate_sarif")
     if sarif is not None:
         from pytest_vgate.exporters.sarif import SarifExporter
 
         config.pluginmanager.register(SarifExporter(sarif), "vgate-sarif")
+    page = option_path(config, "vgate_html")
+    if page is not None:
+        from pytest_vgate.exporters.html import HtmlExporter
+
+        config.pluginmanager.register(HtmlExporter(page), "vgate-html")
+    from pytest_vgate.plugin import html_columns
+
+    html_columns.register(config)
     if github_enabled(config, os.environ):
         from pytest_vgate.exporters.github import GithubExporter
 

@@ -103,7 +103,7 @@ def output_options(config: pytest.Config, settings: Settings) -> list[tuple[str,
         found.append(
             (f"--junitxml {xml}", resolved(config.invocation_params.dir / xml, "junitxml"))
         )
-    for name in ("vgate_report", "vgate_sarif"):
+    for name in ("vgate_report", "vgate_sarif", "vgate_html"):
         written = option_path(config, name)
         if written is not None:
             shown = config.getoption(name) or config.getini(name)

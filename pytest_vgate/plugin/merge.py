@@ -469,6 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the merged JSON report")  # fmt: skip
     parser.add_argument("--vgate-sarif", type=Path, default=None, metavar="PATH",
                         help="write one SARIF 2.1.0 log")  # fmt: skip
+    parser.add_argument("--vgate-html", type=Path, default=None, metavar="PATH",
+                        help="write the page of the merged report")  # fmt: skip
     parser.add_argument("--ledger", type=Path, default=None, metavar="PATH",
                         help="append every shard's evidence records to this ledger")  # fmt: skip
     parser.add_argument("-v", "--verbose", action="count", default=0)
@@ -507,6 +509,13 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
             write_sarif(args.vgate_sarif, build_sarif(report))
         except (OSError, ValueError) as exc:
             warnings.append(f"could not write the SARIF log {args.vgate_sarif}: {exc}")
+    if args.vgate_html is not None:
+        from pytest_vgate.exporters.html import build_html, write_html
+
+        try:
+            write_html(args.vgate_html, build_html(report))
+        except OSError as exc:
+            warnings.append(f"could not write the page {args.vgate_html}: {exc}")
     render_summary(report, warnings, out, verbose=args.verbose)
     return EXIT_FAILED if merged_failed(report) else EXIT_OK
 

@@ -48,6 +48,8 @@ _HELP = {
     "a broken test module cannot abort the gates",
     "vgate_sarif": "write the failed gates and the citations that are not verified as "
     "SARIF 2.1.0 to this file (for code scanning)",
+    "vgate_html": "write one self-contained HTML page (no network) with the verdict table, "
+    "the runs, the diff of the change with the lines each run executed, and the citations",
     "vgate_github": "print GitHub Actions annotations and append a summary to "
     "$GITHUB_STEP_SUMMARY (automatic when GITHUB_ACTIONS=true)",
     "vgate_init": "write a gates file with one gate per test added or changed since git "
@@ -99,6 +101,7 @@ OPTIONS = (
     Option("vgate_isolation", metavar="LEVEL", choices=ISOLATION_CHOICES),
     Option("vgate_only", "flag"),
     Option("vgate_sarif", metavar="PATH"),
+    Option("vgate_html", metavar="PATH"),
     Option("vgate_github", "flag"),
     Option("vgate_init", metavar="BASE", ini=False),
     Option("vgate_init_out", metavar="PATH", ini=False),

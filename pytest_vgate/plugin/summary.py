@@ -192,7 +192,9 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
         table = [
             (*row[:4], _mutants_text(p), *row[4:]) for row, (_, p) in zip(table, rows, strict=True)
         ]
-    groups = table_rows(header, table, width)
+    # A gate id never breaks, nor does a status: the prose column gives way.
+    fixed = tuple(range(2, len(header)))
+    groups = table_rows(header, table, width, whole=0, fixed=fixed)
     lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
         lines += [Line(line) for line in group]

@@ -7,6 +7,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 
+NAME_MIN = 16  # a column of names (``whole``) is at least this wide when it must give way
 PROSE = 18  # a column of words keeps this width until the names have given way too
 MIN_COLUMN = 6  # a column never shrinks below this (or its header's longest word)
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+(?=\S)")
@@ -113,6 +114,35 @@ def render_table(
     ]
 
 
+def _fix_columns(
+    table: list[list[str]],
+    natural: list[int],
+    minimum: list[int],
+    budget: int,
+    fixed: Sequence[int],
+) -> None:
+    """Raise the floor of each ``fixed`` column (in priority order) to its natural width
+    while every column still fits at its floor (a prose column's floor: its longest word)."""
+    floors = [
+        max(minimum[i], *(len(w) for row in table[1:] for w in row[i].split()))
+        if any(" " in row[i].strip() for row in table[1:])
+        else minimum[i]
+        for i in range(len(minimum))
+    ]
+    for i in fixed:
+        if sum(floors) - floors[i] + natural[i] <= budget:
+            floors[i] = minimum[i] = natural[i]
+
+
+def elide(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: its middle gives way to ``…``, so both
+    ends of a name (its file, its test) stay readable."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    return text[: keep - keep // 2] + "\u2026" + text[len(text) - keep // 2 :]
+
+
 def table_rows(
     header: Sequence[str],
     rows: Sequence[Sequence[str]],
@@ -120,8 +150,15 @@ def table_rows(
     *,
     indent: int = 2,
     gap: int = 2,
+    whole: int | None = None,
+    fixed: Sequence[int] = (),
 ) -> list[list[str]]:
-    """The lines of each row (the header first), all with the same column widths."""
+    """The lines of each row (the header first), all with the same column widths.
+
+    The cells of column ``whole`` (names: gate ids) never wrap: a name wider than its
+    column goes on a line of its own above the rest of its row, whole when it fits the
+    width, else with its middle elided. The ``fixed`` columns (one-word statuses) keep
+    their natural width whenever the others can give way enough."""
     table = [list(header), *[list(r) for r in rows]]
     count = len(header)
     natural = [max(len(row[i]) for row in table) for i in range(count)]
@@ -129,13 +166,29 @@ def table_rows(
         min(natural[i], max(MIN_COLUMN, *(len(w) for w in header[i].split()))) for i in range(count)
     ]
     budget = width - indent - gap * (count - 1)
-    widths = _fit_widths(table, minimum, budget)
+    own_line: set[int] = set()
+    if whole is not None:
+        others = sum(n for i, n in enumerate(natural) if i != whole)
+        room = max(budget - others, min(natural[whole], max(NAME_MIN, len(header[whole]))))
+        own_line = {k for k, row in enumerate(table) if k and len(row[whole]) > room}
+        named = [row[whole] for k, row in enumerate(table) if k not in own_line]
+        minimum[whole] = max(len(name) for name in named)
+        table_fit = [
+            [("" if k in own_line and i == whole else c) for i, c in enumerate(row)]
+            for k, row in enumerate(table)
+        ]
+    else:
+        table_fit = table
+    _fix_columns(table_fit, natural, minimum, budget, fixed)
+    widths = _fit_widths(table_fit, minimum, budget)
     groups = []
-    for row in table:
+    for k, row in enumerate(table_fit):
         cells = [wrap_cell(cell, widths[i]) for i, cell in enumerate(row)]
         group = []
-        for k in range(max(len(c) for c in cells)):
-            parts = [(c[k] if k < len(c) else "").ljust(widths[i]) for i, c in enumerate(cells)]
+        if k in own_line and whole is not None:
+            group.append(" " * indent + elide(table[k][whole], width - indent))
+        for n in range(max(len(c) for c in cells)):
+            parts = [(c[n] if n < len(c) else "").ljust(widths[i]) for i, c in enumerate(cells)]
             group.append((" " * indent + (" " * gap).join(parts)).rstrip())
         groups.append(group)
     return groups

@@ -1,0 +1,534 @@
+"""The page (``--vgate-html PATH``): one self-contained HTML file a reviewer opens.
+
+It holds the verdict table (failing gates first, sortable, filterable by status), per gate
+the claim, the check, the red and green runs with their decisive lines and advice, the
+diff of the change with each line marked by whether the red and the green run executed it
+and the surviving mutants at their lines, and per citation the cited lines in context.
+
+Nothing on the page comes from the network: inline style, one inline script allowed by its
+hash, and a Content-Security-Policy that forbids every fetch. Every text of the report
+(gate ids, claims, output, file content) is escaped: it is text, never markup; the script
+reads the page with ``textContent`` and writes no HTML. Core module: never imports pytest.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_vgate.clip import clip
+from pytest_vgate.evidence.why import decisive_lines
+from pytest_vgate.report import gate_state
+
+STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
+CONTEXT_LINES = 2  # lines shown around a cited line
+OUTPUT_LIMIT = 4000  # characters of a run's output shown in full (below its decisive lines)
+
+SCRIPT = """
+(function () {
+  var table = document.getElementById("verdicts");
+  var rows = function () { return Array.prototype.slice.call(table.tBodies[0].rows); };
+  var show = function (state) {
+    rows().forEach(function (row) {
+      row.hidden = state !== "all" && row.getAttribute("data-state") !== state;
+    });
+    document.querySelectorAll("article.gate").forEach(function (gate) {
+      gate.hidden = state !== "all" && gate.getAttribute("data-state") !== state;
+    });
+    document.querySelectorAll("[data-filter]").forEach(function (button) {
+      button.setAttribute("aria-pressed", String(button.getAttribute("data-filter") === state));
+    });
+  };
+  document.querySelectorAll("[data-filter]").forEach(function (button) {
+    button.addEventListener("click", function () { show(button.getAttribute("data-filter")); });
+  });
+  var key = function (row, column) {
+    var cell = row.cells[column];
+    var value = cell.getAttribute("data-value");
+    return value !== null ? value : cell.textContent;
+  };
+  table.tHead.querySelectorAll("th").forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var down = th.getAttribute("aria-sort") !== "ascending";
+      var numeric = th.getAttribute("data-numeric") === "1";
+      var sorted = rows().sort(function (a, b) {
+        var x = key(a, column), y = key(b, column);
+        var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+        return down ? c : -c;
+      });
+      table.tHead.querySelectorAll("th").forEach(function (other) {
+        other.removeAttribute("aria-sort");
+      });
+      th.setAttribute("aria-sort", down ? "ascending" : "descending");
+      sorted.forEach(function (row) { table.tBodies[0].appendChild(row); });
+    });
+  });
+})();
+"""
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 72em;
+  padding: 0 1em; color: #1d1d1f; }
+h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { margin-top: 2em; }
+code, pre, .diff td { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; }
+table { border-collapse: collapse; }
+#verdicts { width: 100%; } #verdicts th, #verdicts td { padding: .3em .6em;
+  border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
+#verdicts th { cursor: pointer; user-select: none; background: #f4f4f6; }
+#verdicts th[aria-sort=ascending]::after { content: " \\25B2"; }
+#verdicts th[aria-sort=descending]::after { content: " \\25BC"; }
+.state { font-weight: 600; } .failed .state, .state.failed { color: #b3261e; }
+.passed .state, .state.passed { color: #1b7f3b; }
+.skipped .state, .state.skipped { color: #8a6d00; }
+nav.filter { margin: .8em 0; } nav.filter button { margin-right: .4em; padding: .2em .8em;
+  border: 1px solid #bbb; background: #fff; border-radius: 1em; cursor: pointer; }
+nav.filter button[aria-pressed=true] { background: #1d1d1f; color: #fff; }
+article { border: 1px solid #ddd; border-left: 5px solid #1b7f3b; border-radius: 4px;
+  padding: .2em 1em 1em; margin: 1em 0; }
+article[data-state=failed] { border-left-color: #b3261e; }
+article[data-state=skipped] { border-left-color: #c9a300; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
+dt { color: #555; } dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.runs { display: flex; gap: 1em; flex-wrap: wrap; }
+.run { flex: 1 1 20em; border: 1px solid #e3e3e3; border-radius: 4px; padding: .3em .8em; }
+.run h4 { margin: .3em 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f9; padding: .4em;
+  margin: .3em 0; max-height: 24em; overflow: auto; }
+.diff { width: 100%; margin: .3em 0 1em; border: 1px solid #e3e3e3; }
+.diff td { padding: 0 .4em; white-space: pre-wrap; overflow-wrap: anywhere; vertical-align: top; }
+.diff td.no { color: #888; text-align: right; width: 3em; user-select: none; }
+.diff td.marks { width: 4.5em; white-space: nowrap; }
+.diff tr.op-add { background: #e6ffec; } .diff tr.op-del { background: #ffebe9; }
+.diff tr.hunk td { background: #f1f4fb; color: #555; }
+.mark { display: inline-block; min-width: 1.9em; text-align: center; border-radius: 3px;
+  font-size: 11px; margin-right: 2px; }
+.mark.ran { color: #fff; } .mark.red.ran { background: #b3261e; }
+.mark.green.ran { background: #1b7f3b; } .mark.not-ran { color: #aaa; border: 1px dotted #bbb; }
+tr.mutant td { background: #fff4ce; } tr.mutant.killed td { background: #f1f1f1; color: #555; }
+.legend { color: #555; font-size: 12.5px; }
+.cited { background: #fff4ce; }
+"""
+
+_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src '{script}'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; connect-src 'none'"
+)
+
+
+def esc(value: object) -> str:
+    """Text as HTML text or attribute value: ``<``, ``>``, ``&`` and both quotes escaped."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    return _CSP.format(script=f"sha256-{digest}")
+
+
+def build_html(report: Mapping[str, Any], *, title: str = "pytest-vgate report") -> str:
+    """The page of a report (the controller's, or ``merge``'s)."""
+    gates = [g for g in report.get("gates") or () if isinstance(g, Mapping)]
+    ordered = sorted(enumerate(gates), key=lambda ig: (STATE_ORDER[gate_state(ig[1])], ig[0]))
+    citations = [c for c in report.get("citations") or () if isinstance(c, Mapping)]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(_csp())}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>",
+        f"<header><h1>{esc(title)}</h1>{_counts(gates, citations)}</header>",
+    ]
+    if gates:
+        parts += [_filters(gates), _verdict_table(ordered), '<section id="gates"><h2>Gates</h2>']
+        rootdir = str(report.get("rootdir") or "")
+        parts += [_gate_article(number, gate, rootdir) for number, gate in ordered]
+        parts.append("</section>")
+    if citations:
+        parts.append(_citations(citations))
+    parts.append(f"<script>{SCRIPT}</script></body></html>\n")
+    return "\n".join(parts)
+
+
+def _counts(gates: Sequence[Mapping[str, Any]], citations: Sequence[Mapping[str, Any]]) -> str:
+    states = [gate_state(g) for g in gates]
+    said = ", ".join(f"{states.count(s)} {s}" for s in STATE_ORDER if states.count(s))
+    bad = sum(1 for c in citations if not c.get("ok"))
+    cited = f"; {len(citations)} citations, {bad} not verified" if citations else ""
+    return (
+        f'<p class="counts">{len(gates)} gates'
+        + (f": {esc(said)}" if said else "")
+        + (f"{esc(cited)}</p>")
+    )
+
+
+def _filters(gates: Sequence[Mapping[str, Any]]) -> str:
+    states = [gate_state(g) for g in gates]
+    buttons = [
+        f'<button type="button" data-filter="all" aria-pressed="true">all ({len(states)})</button>'
+    ]
+    for state in STATE_ORDER:
+        buttons.append(
+            f'<button type="button" data-filter="{state}" aria-pressed="false">'
+            f"{state} ({states.count(state)})</button>"
+        )
+    return '<nav class="filter" aria-label="filter by status">show: ' + "".join(buttons) + "</nav>"
+
+
+COLUMNS = (
+    ("gate", False),
+    ("status", False),
+    ("mode", False),
+    ("cause", False),
+    ("red-before-green", False),
+    ("coverage", False),
+    ("discrimination", False),
+    ("duration", True),
+)
+
+
+def _verdict_table(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> str:
+    numeric_attr = ' data-numeric="1"'
+    head = "".join(
+        f'<th scope="col"{numeric_attr if numeric else ""}>{name}</th>' for name, numeric in COLUMNS
+    )
+    rows = []
+    for number, gate in ordered:
+        state = gate_state(gate)
+        duration = gate.get("duration")
+        seconds = float(duration) if isinstance(duration, (int, float)) else 0.0
+        cells = [
+            f'<td><a href="#gate-{number}">{esc(_name(gate))}</a></td>',
+            f'<td class="state">{state}</td>',
+            f"<td>{esc(gate.get('mode'))}</td>",
+            f"<td>{esc(gate.get('cause') or '-')}</td>",
+            f"<td>{esc(gate.get('rbg') or '-')}</td>",
+            f"<td>{esc(_coverage_status(gate))}</td>",
+            f"<td>{esc(_discrimination_text(gate))}</td>",
+            f'<td data-value="{seconds:.6f}">{seconds:.2f}s</td>',
+        ]
+        rows.append(f'<tr class="gate-row {state}" data-state="{state}">{"".join(cells)}</tr>')
+    return (
+        f'<table id="verdicts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _name(gate: Mapping[str, Any]) -> str:
+    return str(gate.get("id") or gate.get("nodeid") or "?")
+
+
+def _coverage_status(gate: Mapping[str, Any]) -> str:
+    coverage = gate.get("coverage")
+    return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
+
+
+def _discrimination(gate: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = gate.get("discrimination")
+    return found if isinstance(found, Mapping) else {}
+
+
+def _discrimination_text(gate: Mapping[str, Any]) -> str:
+    found = _discrimination(gate)
+    if not found:
+        return "-"
+    status = str(found.get("status") or "")
+    if found.get("planted") is None:
+        return status or "-"
+    return f"{found.get('killed', 0)}/{found.get('planted')} {status}".strip()
+
+
+def _relative(path: str, rootdir: str) -> str:
+    """``path`` relative to the rootdir when it lies inside it (shorter to read)."""
+    if rootdir and os.path.isabs(path):
+        inside = os.path.commonpath([rootdir, path]) == rootdir
+        return os.path.relpath(path, rootdir) if inside else path
+    return path
+
+
+def _gate_article(number: int, gate: Mapping[str, Any], rootdir: str) -> str:
+    state = gate_state(gate)
+    rows: list[tuple[str, str]] = [("claim", esc(gate.get("claim") or "-"))]
+    command = gate.get("command")
+    if isinstance(command, list) and command:
+        rows.append(("check", f"<code>{esc(' '.join(str(a) for a in command))}</code>"))
+    verdict = f"mode {gate.get('mode')}" + (f", cause {gate['cause']}" if gate.get("cause") else "")
+    if gate.get("exit_code") is not None:
+        verdict += f", exit {gate['exit_code']}"
+    rows.append(("verdict", esc(verdict)))
+    if gate.get("detail"):
+        rows.append(("detail", esc(gate["detail"])))
+    if gate.get("rbg"):
+        reason = f": {gate['rbg_reason']}" if gate.get("rbg_reason") else ""
+        rows.append(("red-before-green", esc(f"{gate['rbg']}{reason}")))
+    if gate.get("advice"):
+        rows.append(("what to do", esc(gate["advice"])))
+    if gate.get("source"):
+        rows.append(("declared at", f"<code>{esc(_relative(str(gate['source']), rootdir))}</code>"))
+    found = _discrimination(gate)
+    if found.get("pseudo_tested"):
+        rows.append(("pseudo-tested", esc(", ".join(str(p) for p in found["pseudo_tested"]))))
+    listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+    return (
+        f'<article class="gate" id="gate-{number}" data-state="{state}">'
+        f'<h3>{esc(_name(gate))} <span class="state {state}">{state}</span></h3>'
+        f"<dl>{listing}</dl>{_runs(gate)}{_diff(gate)}</article>"
+    )
+
+
+def _runs(gate: Mapping[str, Any]) -> str:
+    red = gate.get("red") if isinstance(gate.get("red"), Mapping) else None
+    base = gate.get("base") if isinstance(gate.get("base"), Mapping) else None
+    green = gate.get("green") if isinstance(gate.get("green"), Mapping) else None
+    shown = []
+    if red is not None:
+        shown.append(_run("red run (base)", red, "red"))
+    elif base is not None:
+        title = "base run" if gate.get("rbg") == "regression" else "base run (no genuine red)"
+        shown.append(_run(title, base, "red"))
+    now = green if green is not None else gate
+    if now.get("mode") is not None:
+        shown.append(_run("green run (now)", now, "green"))
+    return f'<div class="runs">{"".join(shown)}</div>' if shown else ""
+
+
+def _run(title: str, run: Mapping[str, Any], side: str) -> str:
+    stdout, stderr = str(run.get("stdout") or ""), str(run.get("stderr") or "")
+    facts = [f"mode {run.get('mode')}"]
+    if run.get("exit_code") is not None:
+        facts.insert(0, f"exit {run['exit_code']}")
+    if isinstance(run.get("duration"), (int, float)):
+        facts.append(f"{float(run['duration']):.2f}s")
+    if run.get("red_reason"):
+        facts.append(str(run["red_reason"]))
+    lines = decisive_lines(stdout, stderr) if (stdout or stderr) else []
+    body = f"<p>{esc(' · '.join(facts))}</p>"
+    if lines:
+        shown = esc("\n".join(lines))
+        body += f'<p class="legend">decisive lines</p><pre class="decisive">{shown}</pre>'
+    if stdout or stderr:
+        output = clip((stderr + "\n" + stdout).strip(), OUTPUT_LIMIT)
+        body += f"<details><summary>output</summary><pre>{esc(output)}</pre></details>"
+    return f'<div class="run {side}"><h4>{esc(title)}</h4>{body}</div>'
+
+
+def _executed(coverage: Mapping[str, Any], key: str, path: str) -> frozenset[int]:
+    side = coverage.get(key)
+    lines = side.get(path) if isinstance(side, Mapping) else None
+    return frozenset(n for n in lines or () if isinstance(n, int))
+
+
+def _mark(side: str, line: int | None, executed: frozenset[int], measured: bool) -> str:
+    label = "R" if side == "red" else "G"
+    if line is None or not measured:
+        return f'<span class="mark {side} none" data-{side}="">&nbsp;</span>'
+    if line in executed:
+        return (
+            f'<span class="mark {side} ran" data-{side}="executed" '
+            f'title="the {side} run executed this line">{label}</span>'
+        )
+    return (
+        f'<span class="mark {side} not-ran" data-{side}="not-executed" '
+        f'title="the {side} run did not execute this line">{label}</span>'
+    )
+
+
+def _measured(coverage: Mapping[str, Any], run: str) -> bool:
+    facts = coverage.get(run)
+    return bool(facts.get("measured")) if isinstance(facts, Mapping) else True
+
+
+def _diff(gate: Mapping[str, Any]) -> str:
+    files = [f for f in gate.get("diff") or () if isinstance(f, Mapping)]
+    mutants = [m for m in _discrimination(gate).get("mutants") or () if isinstance(m, Mapping)]
+    if not files and not mutants:
+        return ""
+    coverage = gate.get("coverage") if isinstance(gate.get("coverage"), Mapping) else {}
+    assert isinstance(coverage, Mapping)
+    red_measured, green_measured = _measured(coverage, "red"), _measured(coverage, "green")
+    placed: set[int] = set()
+    parts = [
+        "<h4>the change</h4>",
+        '<p class="legend"><span class="mark red ran">R</span> the red run (base) executed the '
+        'line, <span class="mark green ran">G</span> the green run (now) executed it; dotted: '
+        "it did not. Yellow rows: mutants of the line that the check did not kill.</p>",
+    ]
+    for f in files:
+        path = str(f.get("path"))
+        red_lines = _executed(coverage, "base_executed", path)
+        green_lines = _executed(coverage, "head_executed", path)
+        at_line: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
+        for index, mutant in enumerate(mutants):
+            if str(mutant.get("path")) == path and isinstance(mutant.get("line"), int):
+                at_line.setdefault(int(mutant["line"]), []).append((index, mutant))
+        rows = []
+        for hunk in f.get("hunks") or ():
+            rows.append(
+                f'<tr class="hunk"><td class="no"></td><td class="no"></td><td></td><td>'
+                f"@@ -{esc(hunk.get('base_start'))} +{esc(hunk.get('head_start'))} @@</td></tr>"
+            )
+            for line in hunk.get("lines") or ():
+                op = str(line.get("op"))
+                base_no, head_no = line.get("base"), line.get("head")
+                kind = {"+": "add", "-": "del"}.get(op, "ctx")
+                marks = _mark("red", base_no, red_lines, red_measured) + _mark(
+                    "green", head_no, green_lines, green_measured
+                )
+                rows.append(
+                    f'<tr class="line op-{kind}" data-path="{esc(path)}" '
+                    f'data-base="{esc(base_no if base_no is not None else "")}" '
+                    f'data-head="{esc(head_no if head_no is not None else "")}">'
+                    f'<td class="no">{esc(base_no or "")}</td><td class="no">{esc(head_no or "")}'
+                    f'</td><td class="marks">{marks}</td><td class="code">{esc(op)} '
+                    f"{esc(line.get('text'))}</td></tr>"
+                )
+                if isinstance(head_no, int):
+                    for index, mutant in at_line.get(head_no, ()):
+                        placed.add(index)
+                        rows.append(_mutant_row(mutant))
+        cut = f'<p class="legend">{esc(f["cut"])} more lines not shown</p>' if f.get("cut") else ""
+        parts.append(
+            f"<p><code>{esc(path)}</code> ({esc(f.get('status'))})</p>"
+            f'<table class="diff">{"".join(rows)}</table>{cut}'
+        )
+    rest = [m for i, m in enumerate(mutants) if i not in placed]
+    if rest:
+        parts.append(
+            '<table class="diff mutants">'
+            + "".join(_mutant_row(m, where=True) for m in rest)
+            + "</table>"
+        )
+    return "".join(parts)
+
+
+def _mutant_row(mutant: Mapping[str, Any], *, where: bool = False) -> str:
+    killed = bool(mutant.get("killed"))
+    verdict = "killed" if killed else "survived"
+    place = f"{mutant.get('path')}:{mutant.get('line')}  " if where else ""
+    text = (
+        f"{place}mutant {verdict} ({mutant.get('kind')}, {mutant.get('operator')}): "
+        f"{mutant.get('before')} \u2192 {mutant.get('after')}"
+    )
+    if mutant.get("mode"):
+        text += f"  [check: {mutant['mode']}]"
+    return (
+        f'<tr class="mutant {verdict}"><td class="no"></td><td class="no"></td><td></td>'
+        f"<td>{esc(text)}</td></tr>"
+    )
+
+
+def _citations(citations: Iterable[Mapping[str, Any]]) -> str:
+    items = []
+    for entry in citations:
+        state = "passed" if entry.get("ok") else "failed"
+        result = entry.get("result") if isinstance(entry.get("result"), Mapping) else {}
+        assert isinstance(result, Mapping)
+        cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
+        assert isinstance(cited, Mapping)
+        rows = [("status", esc(entry.get("status"))), ("written at", esc(entry.get("source")))]
+        if cited.get("description"):
+            rows.append(("says", esc(cited["description"])))
+        if entry.get("reason"):
+            rows.append(("why", esc(entry["reason"])))
+        if entry.get("corrected_to"):
+            rows.append(("moved to", f"<code>{esc(entry['corrected_to'])}</code>"))
+        listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+        root = str(entry.get("root") or "")
+        shown = _cited_lines(root, result, str(result.get("cited_text") or ""))
+        moved = ""
+        if entry.get("corrected_to"):
+            moved = _moved_lines(root, str(entry["corrected_to"]), result)
+        items.append(
+            f'<article class="citation" data-state="{state}" '
+            f'data-status="{esc(entry.get("status"))}">'
+            f"<h3><code>{esc(entry.get('location') or entry.get('citation'))}</code> "
+            f'<span class="state {state}">{esc(entry.get("status"))}</span></h3>'
+            f"<dl>{listing}</dl>{shown}{moved}</article>"
+        )
+    return '<section id="citations"><h2>Citations</h2>' + "".join(items) + "</section>"
+
+
+def _file_lines(root: str, rel: str) -> list[str] | None:
+    """The lines of ``rel`` inside ``root``; None outside it or when it cannot be read."""
+    if not root or not rel:
+        return None
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(real_root, rel))
+    if os.path.commonpath([real_root, real]) != real_root or not os.path.isfile(real):
+        return None
+    try:
+        with open(real, encoding="utf-8", errors="replace") as fh:
+            return fh.read().split("\n")
+    except OSError:
+        return None
+
+
+def _excerpt(lines: list[str], start: int, end: int) -> str:
+    first, last = max(start - CONTEXT_LINES, 1), min(end + CONTEXT_LINES, len(lines))
+    rows = []
+    for number in range(first, last + 1):
+        mark = " cited" if start <= number <= end else ""
+        rows.append(
+            f'<tr class="line{mark}"><td class="no">{number}</td>'
+            f'<td class="code">{esc(clip(lines[number - 1], 400))}</td></tr>'
+        )
+    return f'<table class="diff excerpt">{"".join(rows)}</table>'
+
+
+def _cited_lines(root: str, result: Mapping[str, Any], fallback: str) -> str:
+    cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
+    assert isinstance(cited, Mapping)
+    start, end = cited.get("start_line"), cited.get("end_line") or cited.get("start_line")
+    lines = _file_lines(root, str(result.get("resolved") or cited.get("path") or ""))
+    if (
+        lines is not None
+        and isinstance(start, int)
+        and isinstance(end, int)
+        and 1 <= start <= len(lines)
+    ):
+        excerpt = _excerpt(lines, start, min(end, len(lines)))
+        return '<p class="legend">the cited lines</p>' + excerpt
+    if fallback:
+        return f'<p class="legend">the cited lines</p><pre>{esc(fallback)}</pre>'
+    return ""
+
+
+def _moved_lines(root: str, corrected_to: str, result: Mapping[str, Any]) -> str:
+    path, _, tail = corrected_to.rpartition(":")
+    first, _, last = tail.partition("-")
+    lines = _file_lines(root, path)
+    if lines is not None and first.isdigit():
+        start, end = int(first), int(last) if last.isdigit() else int(first)
+        if 1 <= start <= len(lines):
+            return f'<p class="legend">where it is now ({esc(corrected_to)})</p>' + _excerpt(
+                lines, start, min(end, len(lines))
+            )
+    text = result.get("corrected_text")
+    return f"<pre>{esc(text)}</pre>" if text else ""
+
+
+def write_html(path: Path, page: str) -> None:
+    """Write atomically (temp file + rename); raises OSError, which the caller reports."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vgate-html-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class HtmlExporter:
+    """A ``pytest_vgate_report`` plugin: writes the page to ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def pytest_vgate_report(self, report: dict[str, Any]) -> None:
+        write_html(self.path, build_html(report))

@@ -1,0 +1,317 @@
+"""The page (``--vgate-html``), opened in a real headless browser: Debian's chromium driven
+by Playwright, on a real ``--vgate-base`` session over the bug/fix repository.
+
+The browser checks what a reviewer sees: a row per gate with its status, the filter, the
+executed-line marks in a proven gate's diff, hostile text shown as text (no script of it
+runs), and not one network request. ``VGATE_UPDATE_SCREENSHOT=1`` rewrites
+docs/img/report.png from the same page; otherwise the screenshot goes to a tmp folder.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.gated_repo import PY_DIR, make_gated_repo, run_session
+from helpers.git_repo import BugFixRepo
+from helpers.report import read_report
+
+from pytest_vgate.exporters.html import build_html
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "report.png"
+HOSTILE = (
+    '<script>window.__vgate_pwned = 1</script></td>"onerror=alert(1) '
+    '<img src=x onerror="window.__vgate_pwned = 2">'
+)
+GATES = f"""\
+    gates:
+      - id: fix-add
+        claim: add adds
+        check: python -m pytest -q -p no:cacheprovider tests/test_fix.py::test_add
+        env: {{set: {{PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}}}
+        tools: [python]
+        overlay: [tests/test_fix.py]
+      - id: neg-never-red
+        claim: neg negates
+        check: python -c "from pkg.mathx import neg; assert neg(2) == -2"
+        tools: [python]
+      - id: hostile-claim
+        claim: {json.dumps(HOSTILE)}
+        check: python -c "print('<script>window.__vgate_pwned = 3</script>'); raise SystemExit(1)"
+        tools: [python]
+        red: not-required
+    citations: [answer.md]
+"""
+ANSWER = (
+    "The function `add` is defined at pkg/mathx.py:1.\n"
+    "The <script>window.__vgate_pwned = 4</script> `neg` function is at pkg/mathx.py:4.\n"
+    "See pkg/mathx.py:90.\n"
+)
+
+
+def _playwright() -> Any:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(
+            "no chromium: install Debian's browser (apt-get install -y chromium "
+            "chromium-driver), as .ci/run does"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+    return sync_playwright
+
+
+@pytest.fixture
+def page_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dist_args: list[str]
+) -> tuple[BugFixRepo, Path, Path, int]:
+    """A real session with a base: the page and the JSON report it was built from."""
+    monkeypatch.setenv("PATH", PY_DIR + os.pathsep + os.environ["PATH"])
+    repo = make_gated_repo(tmp_path, GATES, ANSWER)
+    page, report = tmp_path / "out" / "page.html", tmp_path / "out" / "report.json"
+    code, text, _ = run_session(
+        repo, "page", f"--vgate-html={page}", f"--vgate-report={report}", *dist_args
+    )
+    assert page.is_file(), text
+    return repo, page, report, code
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    sync_playwright = _playwright()
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def test_the_page_in_a_real_browser(
+    page_session: tuple[BugFixRepo, Path, Path, int], browser: Any, tmp_path: Path
+) -> None:
+    _, path, report_path, code = page_session
+    assert code == 1  # neg-never-red fails under the base, the fabricated citation too
+    report = read_report(report_path)
+    states = {g["id"]: ("passed" if g["ok"] else "failed") for g in report["gates"]}
+    assert states == {"fix-add": "passed", "neg-never-red": "failed", "hostile-claim": "failed"}
+
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    requests: list[str] = []
+
+    def intercept(route: Any) -> None:  # every request the page makes passes here
+        requests.append(route.request.url)
+        route.continue_()
+
+    context.route("**/*", intercept)
+    page = context.new_page()
+    page.on("request", lambda request: requests.append(request.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+
+    # A row per gate, with its status; failing gates first.
+    rows = page.locator("#verdicts tbody tr")
+    shown = [
+        (
+            rows.nth(i).locator("td").nth(0).inner_text(),
+            rows.nth(i).locator("td").nth(1).inner_text(),
+        )
+        for i in range(rows.count())
+    ]
+    assert sorted(shown) == sorted(states.items())
+    assert [s for _, s in shown] == sorted((s for _, s in shown), key=lambda s: s != "failed")
+
+    # Filtering by "failed" leaves only the failing gates (rows and sections).
+    page.click("button[data-filter=failed]")
+    visible = [r for r in rows.all() if r.is_visible()]
+    assert sorted(r.locator("td").nth(0).inner_text() for r in visible) == [
+        "hostile-claim",
+        "neg-never-red",
+    ]
+    assert all(
+        a.get_attribute("data-state") == "failed"
+        for a in page.locator("article.gate").all()
+        if a.is_visible()
+    )
+    page.click("button[data-filter=all]")
+    assert all(r.is_visible() for r in rows.all())
+
+    # Sorting by a column reorders the rows.
+    page.click("#verdicts th:text('gate')")
+    assert [r.locator("td").nth(0).inner_text() for r in rows.all()] == sorted(states)
+
+    # The proven gate's diff marks what each run executed: the fixed line by both runs
+    # (red on the base side, green on the head side), `def neg` by neither.
+    proven = page.locator("article.gate", has=page.locator("h3", has_text="fix-add"))
+    base_line = proven.locator('tr.op-del[data-path="pkg/mathx.py"][data-base="2"]')
+    head_line = proven.locator('tr.op-add[data-path="pkg/mathx.py"][data-head="2"]')
+    assert base_line.locator("[data-red]").get_attribute("data-red") == "executed"
+    assert head_line.locator("[data-green]").get_attribute("data-green") == "executed"
+    assert head_line.inner_text().endswith("return a + b")
+    untouched = proven.locator('tr.line[data-path="pkg/mathx.py"][data-head="5"]')
+    assert untouched.locator("[data-green]").get_attribute("data-green") == "not-executed"
+    assert untouched.locator("[data-red]").get_attribute("data-red") == "not-executed"
+
+    # Hostile text is text: the claim, the check's output, the citation's words.
+    hostile = page.locator("article.gate", has=page.locator("h3", has_text="hostile-claim"))
+    assert HOSTILE in hostile.locator("dd").first.inner_text()
+    assert "<script>window.__vgate_pwned = 3</script>" in hostile.inner_text()
+    assert "<script>window.__vgate_pwned = 4</script>" in page.locator("#citations").inner_text()
+    assert page.evaluate("typeof window.__vgate_pwned") == "undefined"
+    assert page.locator("img").count() == 0
+    assert page.locator("script").count() == 1  # the page's own
+    assert errors == []
+
+    # Not one request beyond the file itself.
+    assert set(requests) == {path.as_uri()}, requests
+
+    shot = SCREENSHOT if os.environ.get("VGATE_UPDATE_SCREENSHOT") else tmp_path / "report.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.reload()  # as first opened: failing gates first, nothing filtered
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    context.close()
+
+
+def test_merge_writes_the_page_from_shard_reports(
+    page_session: tuple[BugFixRepo, Path, Path, int], tmp_path: Path
+) -> None:
+    """The diff rides in the JSON report: merge, with no base worktree, shows it too."""
+    repo, _, report, _ = page_session
+    gates = {g["id"]: g for g in read_report(report)["gates"]}
+    lines = gates["fix-add"]["diff"][0]["hunks"][0]["lines"]
+    assert [(d["op"], d["text"]) for d in lines if d["op"] != " "] == [
+        ("-", "    return a - b"),
+        ("+", "    return a + b"),
+    ]
+    assert "red: not-required" in gates["neg-never-red"]["advice"]
+    merged = tmp_path / "merged.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_vgate", "merge", str(report), "--vgate-html", str(merged),
+         "--rootdir", str(repo.root)],
+        capture_output=True, text=True, timeout=300, cwd=repo.root,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = merged.read_text(encoding="utf-8")
+    assert 'data-path="pkg/mathx.py" data-base="2"' in text
+    assert text.count('class="gate-row') == 3
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs += [name for name, _ in attrs]
+
+
+def test_untrusted_text_never_becomes_markup() -> None:
+    """Every text field of a report, hostile, adds no element and no attribute."""
+    evil = (
+        "<script>alert(1)</script></td></tr>\"onerror=alert(2) 'x' "
+        "<img src=x onerror=alert(3)>&amp;"
+    )
+    report: dict[str, Any] = {
+        "gates": [
+            {
+                "id": evil, "claim": evil, "mode": evil, "cause": evil, "rbg": evil,
+                "rbg_reason": evil, "detail": evil, "advice": evil, "source": evil,
+                "command": [evil], "stdout": evil, "stderr": evil, "exit_code": 1,
+                "duration": 0.5, "ok": False,
+                "coverage": {"status": evil, "head_executed": {evil: [1]}},
+                "red": {"mode": evil, "stdout": evil, "red_reason": evil},
+                "diff": [{"path": evil, "status": evil, "cut": evil, "hunks": [
+                    {"base_start": evil, "head_start": evil, "lines": [
+                        {"op": evil, "base": evil, "head": 1, "text": evil}]}]}],
+                "discrimination": {"status": evil, "killed": evil, "planted": evil,
+                    "pseudo_tested": [evil], "mutants": [
+                        {"path": evil, "line": 1, "kind": evil, "operator": evil,
+                         "before": evil, "after": evil, "killed": False, "mode": evil}]},
+            }
+        ],
+        "citations": [
+            {"source": evil, "citation": evil, "location": evil, "status": evil,
+             "reason": evil, "corrected_to": evil, "ok": False, "root": "",
+             "result": {"citation": {"description": evil}, "cited_text": evil,
+                        "corrected_text": evil}}
+        ],
+    }  # fmt: skip
+    clean = dict(report, gates=[{"id": "g", "mode": "fail", "ok": False}], citations=[])
+    hostile, plain = _Tags(), _Tags()
+    hostile.feed(build_html(report))
+    plain.feed(build_html(clean))
+    assert "script" in hostile.tags and hostile.tags.count("script") == 1
+    assert "img" not in hostile.tags
+    assert "onerror" not in hostile.attrs
+    assert set(hostile.attrs) <= set(plain.attrs) | {"data-path", "data-base", "data-head",
+        "data-red", "data-green", "title", "data-status", "data-value"}  # fmt: skip
+
+
+def test_the_page_tolerates_a_report_without_optional_fields() -> None:
+    """A gate entry with no coverage, diff or discrimination still renders."""
+    page = build_html({"gates": [{"id": "bare", "mode": "pass", "ok": True}]})
+    assert "bare" in page and "passed" in page
+
+
+def test_surviving_mutants_show_at_their_line() -> None:
+    gate = {
+        "id": "g", "mode": "fail", "ok": False,
+        "coverage": {"status": "covers", "head_executed": {"m.py": [2]}},
+        "diff": [{"path": "m.py", "status": "modified", "hunks": [{"base_start": 1,
+            "head_start": 1, "lines": [{"op": "+", "base": None, "head": 2,
+            "text": "    return price * 0.9"}]}]}],
+        "discrimination": {"status": "undiscriminating", "killed": 0, "planted": 2,
+            "pseudo_tested": ["m.py:discount"], "mutants": [
+                {"path": "m.py", "line": 2, "kind": "value", "operator": "*->/",
+                 "before": "price * 0.9", "after": "price / 0.9", "killed": False, "mode": "pass"},
+                {"path": "m.py", "line": 7, "kind": "extreme", "operator": "return None",
+                 "before": "body", "after": "return None", "killed": True, "mode": "fail"}]},
+    }  # fmt: skip
+    page = build_html({"gates": [gate]})
+    after_line = page.split('data-head="2"', 1)[1]
+    assert 'class="mutant survived"' in after_line.split("</table>", 1)[0]
+    assert "price * 0.9 \u2192 price / 0.9" in page
+    assert "m.py:7  mutant killed" in page
+    assert "0/2 undiscriminating" in page
+
+
+def test_a_session_without_a_base_writes_the_page(pytester: pytest.Pytester) -> None:
+    """No base, no coverage: the page still holds the table; the report has no diff."""
+    pytester.makefile(
+        ".yaml",
+        gates=textwrap.dedent(
+            """\
+            gates:
+              - id: passes
+                check: python -c "pass"
+              - id: fails
+                claim: a </td> claim
+                check: python -c "raise SystemExit(3)"
+            """
+        ),
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--vgate", "gates.yaml", "--vgate-html", "page.html",
+        "--vgate-report", "report.json",
+    )  # fmt: skip
+    assert result.ret == 1
+    text = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert text.count('class="gate-row') == 2
+    assert "a &lt;/td&gt; claim" in text
+    assert all("diff" not in g for g in read_report(pytester.path / "report.json")["gates"])
