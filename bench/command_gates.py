@@ -2,8 +2,11 @@
 
 For each N: N gates ``check: "true"`` run by ``pytest --vgate gates.yaml`` (default
 isolation, and ``--vgate-isolation off``: the process group only); N parametrized
-tests each doing ``subprocess.run(["true"], capture_output=True, timeout=60)``; and a
-plain Python loop of the same N calls (the floor). Each subject is a child process; the
+tests each doing ``subprocess.run(["true"], capture_output=True, timeout=60)``; the same
+tests with the containment the plugin gives, each process under ``unshare --pid --fork
+--mount-proc`` (its own PID namespace and ``/proc``: every descendant dies with it; with
+``--user --map-root-user`` when not root); and a plain Python loop of the same N calls
+(the floor). Each subject is a child process; the
 three alternate round by round. Prints medians, per-item cost, the marginal cost per
 item between sizes (constant = linear) and the ratios.
 
@@ -48,6 +51,21 @@ def test_true(i):
     subprocess.run(["true"], capture_output=True, timeout=60)
 """
 
+CONTAINED = """\
+import os
+import subprocess
+
+import pytest
+
+UNSHARE = ["unshare", *([] if os.geteuid() == 0 else ["--user", "--map-root-user"]),
+           "--pid", "--fork", "--mount-proc"]
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_true(i):
+    subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=60, check=True)
+"""
+
 RAW_LOOP = """\
 import subprocess
 for _ in range({n}):
@@ -62,6 +80,8 @@ def measure(n: int, rounds: int, base: Path, *, verbose: bool) -> dict[str, Seri
     hand_dir.mkdir()
     (gates_dir / "gates.yaml").write_text(gates_yaml(["true"] * n))
     (hand_dir / "test_hand.py").write_text(HAND_WRITTEN.format(n=n))
+    (hand_dir / "test_contained.py").write_text(CONTAINED.format(n=n))
+    contain = shutil.which("unshare") is not None
     env = clean_env()
     common = ["-p", "no:cacheprovider", "-q"]
 
@@ -79,16 +99,19 @@ def measure(n: int, rounds: int, base: Path, *, verbose: bool) -> dict[str, Seri
         argv = pytest_argv("test_hand.py", *common)
         return run_child(argv, cwd=hand_dir, env=env).check(what="hand-written")
 
+    def contained() -> Run:  # the peer with the same guarantee as the plugin's default
+        argv = pytest_argv("test_contained.py", *common)
+        return run_child(argv, cwd=hand_dir, env=env).check(what="hand-written, contained")
+
     def raw() -> Run:
         argv = [sys.executable, "-c", RAW_LOOP.format(n=n)]
         return run_child(argv, cwd=hand_dir, env=env).check(what="raw loop")
 
     print(f"-- N = {n}", flush=True)
-    return alternate(
-        rounds,
-        [("plugin", plugin), ("plugin off", plugin_off), ("hand-written", hand), ("raw loop", raw)],
-        verbose=verbose,
-    )
+    subjects = [("plugin", plugin), ("plugin off", plugin_off), ("hand-written", hand)]
+    if contain:
+        subjects.append(("hand, contained", contained))
+    return alternate(rounds, [*subjects, ("raw loop", raw)], verbose=verbose)
 
 
 def main() -> None:
@@ -119,10 +142,13 @@ def main() -> None:
         cpu = ratio(series["plugin"].cpu, series["hand-written"].cpu)
         target = verdict(ratio(p, h), 1.10, at_most=True)
         off = ratio(series["plugin off"].median, h)
-        rows.append([n, ratio(p, h), cpu, off, ratio(h, r), ratio(p, r), target])
+        peer = series.get("hand, contained")
+        c = peer.median if peer else float("nan")
+        rows.append([n, ratio(p, h), cpu, off, ratio(p, c), ratio(h, r), ratio(p, r), target,
+                     verdict(ratio(p, c), 1.25, at_most=True)])  # fmt: skip
     print()
-    headers = ["N", "plugin/hand", "(CPU)", "off/hand", "hand/raw", "plugin/raw",
-               "plugin/hand <= 1.10"]  # fmt: skip
+    headers = ["N", "plugin/hand", "(CPU)", "off/hand", "plugin/contained", "hand/raw",
+               "plugin/raw", "plugin/hand <= 1.10", "plugin/contained <= 1.25"]  # fmt: skip
     print(table(headers, rows))
 
     if len(sizes) > 1:
@@ -131,6 +157,9 @@ def main() -> None:
         for lo, hi in itertools.pairwise(ordered):
             row: list[object] = [f"{lo}->{hi}"]
             for name in ("plugin", "plugin off", "hand-written", "raw loop"):
+                if name not in results[hi]:
+                    row.append(float("nan"))
+                    continue
                 slope = (results[hi][name].median - results[lo][name].median) / (hi - lo)
                 row.append(slope * 1000)
             p_slope = results[hi]["plugin"].median - results[lo]["plugin"].median
