@@ -3,8 +3,7 @@
 ``pytest --vgate gates.yaml --collect-only -q`` against the anchor, pytest collecting
 10,000 parametrized trivial tests (its own per-item collection cost). Peak RSS is the
 child's ``ru_maxrss`` (the pytest process; it starts no checks when only collecting).
-A third subject reads the same file with libyaml alone (the line reader of
-``spec/blockyaml.py`` declines every file): what that reader saves, side by side.
+Gates files are read by libyaml alone (docs/performance.md: "libyaml alone").
 
     python bench/collection.py            # 10,000 gates, 3 rounds
     python bench/collection.py --quick    # 1,000 gates, 1 round
@@ -42,16 +41,6 @@ def test_item(i):
 """
 
 
-# ``python -m pytest`` with the line reader declining every file: libyaml reads them all.
-LIBYAML_ONLY = """\
-import runpy, sys
-from pytest_vgate.spec import blockyaml
-blockyaml.read = lambda *args: blockyaml.DECLINED
-sys.argv[0] = "pytest"
-runpy.run_module("pytest", run_name="__main__", alter_sys=True)
-"""
-
-
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], rounds=3)
     parser.add_argument("-n", type=int, default=None, help="gates (default 10000)")
@@ -75,22 +64,12 @@ def main() -> None:
             argv = pytest_argv("--vgate", "gates.yaml", *common)
             return run_child(argv, cwd=gdir, env=env).check(what="plugin")
 
-        def libyaml_only() -> Run:
-            argv = [sys.executable, "-c", LIBYAML_ONLY, "--vgate", "gates.yaml", *common]
-            return run_child(argv, cwd=gdir, env=env).check(what="plugin, libyaml only")
-
         def anchor() -> Run:
             argv = pytest_argv("test_anchor.py", *common)
             return run_child(argv, cwd=adir, env=env).check(what="anchor")
 
         series = alternate(
-            rounds,
-            [
-                ("plugin", plugin),
-                ("plugin, libyaml only", libyaml_only),
-                ("parametrized tests", anchor),
-            ],
-            verbose=not args.quiet,
+            rounds, [("plugin", plugin), ("parametrized tests", anchor)], verbose=not args.quiet
         )
         size = (gdir / "gates.yaml").stat().st_size
     rows = [[name, s.median, s.spread, s.cpu, s.peak_rss] for name, s in series.items()]
@@ -98,7 +77,6 @@ def main() -> None:
     print(f"gates.yaml: {size / 1024:.0f} KiB")
     print(table(["subject", "median s", "min-max s", "CPU s", "peak RSS MiB"], rows))
     p = series["plugin"]
-    lib = series["plugin, libyaml only"]
     anchor_s = series["parametrized tests"]
     print()
     print(
@@ -119,15 +97,6 @@ def main() -> None:
                     verdict(ratio(p.median, anchor_s.median), 1.10, at_most=True),
                 ],
                 ["plugin / parametrized (CPU)", ratio(p.cpu, anchor_s.cpu), "-", ""],
-                [
-                    "libyaml only / parametrized",
-                    ratio(lib.median, anchor_s.median),
-                    "<= 1.5 (line reader not needed)",
-                    verdict(ratio(lib.median, anchor_s.median), 1.5, at_most=True),
-                ],
-                ["libyaml only / parametrized (CPU)", ratio(lib.cpu, anchor_s.cpu), "-", ""],
-                ["libyaml only / plugin", ratio(lib.median, p.median), "-", ""],
-                ["libyaml only / plugin (CPU)", ratio(lib.cpu, p.cpu), "-", ""],
             ],
         )
     )

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from helpers.docs_examples import materialise, write, yaml_blocks
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate.spec import (
@@ -38,7 +38,6 @@ from pytest_vgate.spec import (
     GatesFileError,
     GateType,
     RedPolicy,
-    blockyaml,
     gate_from_mapping,
     load_gates_file,
     values,
@@ -924,77 +923,6 @@ def test_libyaml_and_pure_loader_agree_on_any_document(data: Any, flow: Any, wid
     assert fast == pure
 
 
-def outcome(text: str, **how: bool) -> Any:
-    """``load_yaml``'s located data, or the line and key of its error."""
-    try:
-        return located(yamlnodes.load_yaml(text, **how))
-    except yamlnodes.YamlError as exc:
-        return ("error", exc.line, exc.key)
-
-
-def assert_block_reader_agrees(text: str) -> bool:
-    """With the line reader, ``load_yaml`` gives what it gives with libyaml (data and
-    every line, or the same error); True when the line reader read the document (then
-    the pure loader reads the same, too)."""
-    with_block = outcome(text)
-    assert with_block == outcome(text, block=False)
-    read = blockyaml.read(text, yamlnodes._loader_class().yaml_implicit_resolvers)
-    if read is blockyaml.DECLINED:
-        return False
-    assert with_block == outcome(text, pure=True)
-    return True
-
-
-@pytest.mark.parametrize(
-    "text",
-    [pytest.param(FULL, id="full"), pytest.param(MERGES, id="merges")]
-    + [pytest.param(case[1], id=case[0]) for case in BAD_FILES]
-    + [pytest.param(text, id=f"docs-L{line}") for line, _, text in DOC_BLOCKS],
-)
-def test_the_block_reader_reads_what_the_loaders_read_or_declines(text: str) -> None:
-    assert_block_reader_agrees(text)
-
-
-BLOCK_FILES = {
-    "plain": "gates:\n  - id: a\n    check: make test\n    claim: it works\n",
-    "compact list, comments, blanks": (
-        "# the gates\nroot: .\n\ngates:\n- id: a   # first\n  check: 'echo ''a b''' # c\n"
-        "  tools:\n  - python\n  - make\n  claim: after the list\n\n"
-        '-   id: b\n    check: "x: y #z"  \n'
-        "    expect:\n      - 0\n      - 1\n    timeout: 30\n    stale_at: 2026-11-20\n"
-    ),
-    "defaults and nested mappings": (
-        "defaults:\n  timeout: 1.5\n  env:\n    pass:\n      - HOME\n    set:\n"
-        "      LANG: C\n  red: not-required\ngates:\n  - id: a\n    check: true\n"
-        "    red_exit: ~\n    claim: yes\n"
-    ),
-    "the benchmark's shape": "gates:\n"
-    + "".join(
-        f"  - id: g{i}\n    check: \"python -c 'raise SystemExit({i % 3})'\"\n"
-        "    claim: the check exits as expected\n"
-        for i in range(50)
-    ),
-}
-
-
-@pytest.mark.parametrize("text", BLOCK_FILES.values(), ids=BLOCK_FILES.keys())
-def test_the_block_reader_reads_the_common_shape(text: str) -> None:
-    """Not declined (so the fast path is taken), and the same as the loaders' data."""
-    assert assert_block_reader_agrees(text)
-
-
-def test_a_gates_file_loads_alike_with_and_without_the_block_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "answer.md").write_text("see `a.py:1`\n")
-    text = BLOCK_FILES["compact list, comments, blanks"] + "citations:\n  - answer.md\n"
-    path = write(tmp_path, text)
-    with_block = load_gates_file(path)
-    monkeypatch.setattr(blockyaml, "read", lambda *_: blockyaml.DECLINED)
-    assert load_gates_file(path) == with_block
-    assert [g.id for g in with_block.gates] == ["a", "b"]
-
-
 TRICKY_SCALARS = [
     *"abxyz_-?:,[]{}#&*!|>'\"%@`~=<.+0\\é",
     "yes",
@@ -1135,8 +1063,16 @@ JUNK = ["  more words", "x", "- x", "---", "...", "%YAML 1.1", "  - ", "-", "k:v
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=block_documents())
-def test_the_block_reader_agrees_with_the_loaders_on_block_documents(text: str) -> None:
-    assert_block_reader_agrees(text)
+def test_libyaml_and_pure_loader_agree_on_block_documents(text: str) -> None:
+    """The common block shape, with every tricky scalar: the same data and lines.
+
+    Tabs are left out: on a value of only a tab (``id: \t``) PyYAML's pure loader refuses
+    what libyaml reads, and on broken documents the two may name different lines.
+    """
+    assume("\t" not in text)
+    fast, pure = both_loaders(text)
+    if not (isinstance(fast, tuple) and fast[:1] == ("error",)):
+        assert fast == pure
 
 
 def reference_argv(check: str) -> tuple[str, ...] | None:

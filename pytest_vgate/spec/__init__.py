@@ -3,7 +3,7 @@
 Pure data; never imports pytest. ``model`` holds the types and the key vocabulary (the
 single source of truth; ``gates.schema.json`` is tested against it), ``load`` the loader,
 ``values`` one rule per kind of value, ``yamlnodes`` YAML reading with line numbers
-(``located`` the data it gives, ``blockyaml`` its line-by-line reader of the common shape).
+(``located`` the data it gives).
 """
 
 from __future__ import annotations

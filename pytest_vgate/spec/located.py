@@ -1,6 +1,5 @@
 """YAML data that remembers where it was read: the line of a mapping, its keys and values,
-a list and its items (what every gates-file error names). Made by ``yamlnodes`` (any
-YAML) and ``blockyaml`` (the common block shape, read line by line)."""
+a list and its items (what every gates-file error names). Made by ``yamlnodes``."""
 
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ and error lines; the pure reader's character check runs first, so that error is 
 An escape in a double-quoted string that names no character (a lone surrogate such as
 ``"\\ud800"``, or a code point above U+10FFFF) is refused by libyaml while the pure loader
 keeps or crashes on it: both end in the same ``_bad_escape`` error, line and key.
-Before any of that, the common block shape (``- id: x`` / ``check: "..."``) is read line
-by line by ``blockyaml``, to the same data and lines, several times faster.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from typing import Any
 
 import yaml
 
-from pytest_vgate.spec import blockyaml
 from pytest_vgate.spec.located import LocatedList, LocatedMap
 
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -110,12 +107,10 @@ def _line(node: yaml.Node) -> int:
     return line + 1
 
 
-def load_yaml(text: str, *, pure: bool = False, block: bool = True) -> Any:
+def load_yaml(text: str, *, pure: bool = False) -> Any:
     """Parse one YAML document into plain data (LocatedMap/LocatedList); None when empty.
 
-    The common block shape is read line by line (``blockyaml``), the rest by a loader.
-    ``pure`` forces PyYAML's pure-Python loader, ``block=False`` a loader for every
-    document (the tests compare all three).
+    ``pure`` forces PyYAML's pure-Python loader (the tests compare it with libyaml's).
     """
     bad = _NON_PRINTABLE.search(text)
     if bad is not None:  # checked here so that both loaders report it alike, by character
@@ -124,10 +119,6 @@ def load_yaml(text: str, *, pure: bool = False, block: bool = True) -> Any:
             "remove it or write it as an escape inside a double-quoted string",
             text.count("\n", 0, bad.start()) + 1,
         )
-    if block and not pure:
-        data = blockyaml.read(text, _loader_class().yaml_implicit_resolvers)
-        if data is not blockyaml.DECLINED:
-            return data
     loader: Any = None
     try:
         loader = (_PureLoader if pure else _loader_class())(text)
