@@ -278,3 +278,41 @@ def test_a_changed_file_that_does_not_parse_is_left_alone(
     assert {m["path"] for m in disc["mutants"]} == {"pkg/shop.py"}
     assert (repo.root / "pkg" / "template.py").read_text().startswith("def {{ name }}")
     assert our_holders(temp) == []
+
+
+# -- a skip on the base is no answer --------------------------------------------------------
+
+SKIPS = """\
+import pytest
+
+import pkg.shop as shop
+
+
+def test_discount():
+    if not hasattr(shop, "discount"):
+        pytest.skip("discount is not there yet")
+    assert shop.discount(100, 0.1) == 90.0
+"""
+
+
+def test_a_test_skipped_on_the_base_is_a_weak_red_with_its_reason(
+    repo: ShopRepo, pytester: pytest.Pytester, temp: Path
+) -> None:
+    (repo.root / "tests" / "test_skips.py").write_text(SKIPS)
+    gate = pytest_gate("skips", "-rs tests/test_skips.py")
+    write_gates(repo.root, "gates:\n" + gate)
+    junit = pytester.path / "junit.xml"
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
+        f"--junitxml={junit}", f"--vgate-report={report}", *LEAN,
+    )  # fmt: skip
+    case = junit_cases(junit)["skips"]
+    assert (case["outcome"], case["vgate_rbg"], case["vgate_cause"]) == (
+        "failure",
+        "weak-red",
+        "broken_test",
+    ), result.stdout.str()
+    reason = json.loads(report.read_text())["gates"][0]["rbg_reason"]
+    assert "skipped on the base: tests/test_skips.py:8: discount is not there yet" in reason
+    assert our_holders(temp) == []
