@@ -316,3 +316,31 @@ def test_a_test_skipped_on_the_base_is_a_weak_red_with_its_reason(
     reason = json.loads(report.read_text())["gates"][0]["rbg_reason"]
     assert "skipped on the base: tests/test_skips.py:8: discount is not there yet" in reason
     assert our_holders(temp) == []
+
+
+def test_a_check_needing_an_untracked_build_product_is_unmeasured_not_failed(
+    repo: ShopRepo, pytester: pytest.Pytester, temp: Path
+) -> None:
+    """A compiled extension built in place is ignored by git, so the private copy lacks
+    it: the check fails on the unmutated copy, and no mutant is counted."""
+    (repo.root / ".gitignore").write_text("__pycache__/\nbuild/\n")
+    (repo.root / "build").mkdir()
+    (repo.root / "build" / "_speedups.so").write_text("built here, not in git\n")
+    check = (
+        "import pkg.shop as s; assert s.discount(100, 0.1) == 90.0; "
+        "open('build/_speedups.so').read()"
+    )
+    write_gates(repo.root, f'gates:\n  - id: built\n    check: {PY} -c "{check}"\n')
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
+        f"--vgate-report={report}", *LEAN,
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    gate = json.loads(report.read_text())["gates"][0]
+    assert gate["rbg"] == "proven"
+    disc = gate["discrimination"]
+    assert (disc["status"], disc["planted"], disc["mutants"]) == ("unmeasured", 0, [])
+    assert "does not pass on an unmutated private copy" in disc["reason"]
+    assert (repo.root / "build" / "_speedups.so").exists()
+    assert our_holders(temp) == []
