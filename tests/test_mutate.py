@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from pytest_vgate.evidence.classify import skipped_only
 from pytest_vgate.evidence.defined import added_modules, added_names, missing_defined
 from pytest_vgate.evidence.discriminate import (
     Discrimination,
@@ -170,3 +171,15 @@ def test_the_verdict_on_the_mutants() -> None:
     raised = judge([result("value", Outcome.RAISED_IN_CHANGE), result("extreme", Outcome.UNKNOWN)])
     assert raised.status is Discrimination.UNMEASURED and raised.score == "0/0"
     assert ast.literal_eval(repr(raised.to_dict()))["planted"] == 0
+
+
+def test_a_run_that_only_skipped() -> None:
+    assert skipped_only("s    [100%]\n1 skipped in 0.01s\n") == ""
+    reason = "SKIPPED [1] tests/test_x.py:3: needs discount\n===== 1 skipped in 0.01s =====\n"
+    assert skipped_only(reason) == "tests/test_x.py:3: needs discount"
+    assert skipped_only("1 skipped, 2 deselected in 0.01s\n") == ""
+    assert skipped_only("Ran 1 test in 0.000s\n\nOK (skipped=1)\n") == ""
+    # Something ran: not a skip.
+    assert skipped_only(".s\n1 passed, 1 skipped in 0.02s\n") is None
+    assert skipped_only("Ran 2 tests in 0.000s\n\nOK (skipped=1)\n") is None
+    assert skipped_only("ok\n") is None

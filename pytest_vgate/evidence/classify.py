@@ -8,6 +8,7 @@ never overrides a product or environment failure with a test-quality verdict.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -107,7 +108,47 @@ def _regression(current: Record, base: Record | None) -> RbgResult:
     )
 
 
+# pytest's last line ("1 skipped in 0.01s", "2 skipped, 1 deselected in ...") and a reason
+# it printed (``-rs``: "SKIPPED [1] tests/test_x.py:3: needs the feature"); unittest's
+# "OK (skipped=1)" after "Ran 1 test".
+_PYTEST_TALLY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", re.MULTILINE)
+_PYTEST_REASON = re.compile(r"^SKIPPED \[\d+\] ([^\n]+)", re.MULTILINE)
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests?\b", re.MULTILINE)
+_UNITTEST_SKIPPED = re.compile(r"^OK \(skipped=(\d+)\)", re.MULTILINE)
+_UNITTEST_REASON = re.compile(r"\bskipped '([^'\n]*)'")
+
+
+def skipped_only(output: str) -> str | None:
+    """When a run that passed only skipped its tests: pytest's (or unittest's) reason, or
+    "" when it printed none; None when some test really ran."""
+    tallies = _PYTEST_TALLY.findall(output)
+    if tallies:
+        pairs = (part.split(" ", 1) for part in tallies[-1].split(", "))
+        counts = {word: int(n) for n, word in pairs}
+        if counts.get("skipped") and not counts.get("passed") and not counts.get("xpassed"):
+            reasons = _PYTEST_REASON.findall(output)
+            return "; ".join(r.strip() for r in reasons[:3])
+        return None
+    ran, skipped = _UNITTEST_RAN.findall(output), _UNITTEST_SKIPPED.findall(output)
+    if ran and skipped and int(ran[-1]) == int(skipped[-1]) > 0:
+        return "; ".join(_UNITTEST_REASON.findall(output)[:3])
+    return None
+
+
 def _with_base(gate: Gate, base: Record) -> RbgResult:
+    skipped = skipped_only(output_of(base.stdout, base.stderr)) if base.ok else None
+    if skipped is not None:
+        why = f": {skipped}" if skipped else " (it printed no reason; `-rs` shows pytest's)"
+        return RbgResult(
+            Rbg.WEAK_RED,
+            ok=False,
+            reason=(
+                f"skipped on the base{why}; a skip is no answer: make the test run there "
+                "(carry what it needs with `overlay:`), or declare it `red: not-required`"
+            ),
+            mode=Mode.FAIL,
+            cause=Cause.BROKEN_TEST,
+        )
     if base.ok:
         return RbgResult(
             Rbg.NEVER_RED,

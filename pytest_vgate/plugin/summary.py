@@ -175,8 +175,8 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
     listed = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     title = f"red-before-green: {listed or 'no evidence'}{where}"
     lines = [Line(line) for line in wrap(title, width, subsequent="  ")]
-    header: tuple[str, ...] = ("gate", "red evidence", "now", "coverage", "status", "cause")
-    table: list[tuple[str, ...]] = [
+    header = ("gate", "red evidence", "now", "coverage", "status", "cause")
+    table = [
         (
             p.id,
             _red_text(p),
@@ -187,14 +187,8 @@ def red_before_green(summary: SummaryInput) -> list[Line]:
         )
         for _, p in rows
     ]
-    if any(_discrimination(p) for _, p in rows):  # the mutants column, when mutants ran
-        header = (*header[:4], "mutants", *header[4:])
-        table = [
-            (*row[:4], _mutants_text(p), *row[4:]) for row, (_, p) in zip(table, rows, strict=True)
-        ]
     # A gate id never breaks, nor does a status: the prose column gives way.
-    fixed = tuple(range(2, len(header)))
-    groups = table_rows(header, table, width, whole=0, fixed=fixed)
+    groups = table_rows(header, table, width, whole=0, fixed=(2, 3, 4, 5))
     lines += [Line(line) for line in groups[0]]
     for (_, p), group in zip(rows, groups[1:], strict=True):
         lines += [Line(line) for line in group]
@@ -275,12 +269,13 @@ def discrimination(summary: SummaryInput) -> list[Line]:
             for m in (mutants if isinstance(mutants, list) else [])
             if isinstance(m, Mapping) and m.get("mode") == "survived"
         ]
-        if not survived:
+        if not disc.get("planted"):
             continue
-        color = "red" if status == UNDISCRIMINATING else "yellow"
+        color = "red" if status == UNDISCRIMINATING else ("yellow" if survived else None)
         pseudo = disc.get("pseudo_tested") or []
         tail = f"; pseudo-tested: {', '.join(map(str, pseudo))}" if pseudo else ""
-        lines.append(Line(f"mutants of {p.id}: {_mutants_text(p)} killed ({status}){tail}", color))
+        head = f"mutants of {p.id}: {_mutants_text(p)} killed ({status}){tail}"
+        lines += [Line(line, color) for line in wrap(head, summary.width, subsequent="    ")]
         for m in survived[:SHOWN_SURVIVORS]:
             where = f"{m.get('path')}:{m.get('line')}"
             lines.append(Line(f"  survived {where}  {m.get('before')} → {m.get('after')}", color))
