@@ -354,6 +354,10 @@ def _coverage_lines(result: GateResult) -> list[str]:
     ):
         if reach is not None and reach.measured and changed:
             lines.append(f"  {name}: {describe_lines(reach.executed, changed)}")
+        elif reach is not None and not reach.measured and reach.reason != cov.reason:
+            lines.append(f"  {name}: not measured ({reach.reason})")
+        elif reach is not None and not reach.measured:
+            lines.append(f"  {name}: not measured")
     return lines
 
 
