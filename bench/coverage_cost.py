@@ -48,8 +48,8 @@ from pytest_vgate import gate_result
 _measure_change = gate_result.measure_change
 
 
-def _settrace_only(change):
-    return dataclasses.replace(_measure_change(change), engine="settrace")
+def _settrace_only(change, side=None):
+    return dataclasses.replace(_measure_change(change, side), engine="settrace")
 
 
 gate_result.measure_change = _settrace_only
