@@ -5,14 +5,14 @@ clone of https://github.com/more-itertools/more-itertools) at commit 0e6acdf ("R
 clear ValueError for negative n in chunked()"), with ``--vgate-base`` its parent. The gates
 run the library's own tests (the fix's test, a test class, the whole of test_more.py and
 test_recipes.py, pytest and unittest). Both sides run the same session, ``--vgate-base``
-included; only ``--vgate-coverage`` differs. Rounds alternate on/off. ``--with-tracer``
-adds a third subject: coverage on, measured with coverage.py's tracer in every process
-(the engine before the probes of pytest_vgate/evidence/measure_lines.py; on Python 3.12+ both are
-coverage.py).
+included; only ``--vgate-coverage`` differs. Rounds alternate on/off. The engine is the
+one of the Python that runs the bench (``sys.monitoring`` on 3.12+, ``sys.settrace``
+before): run it with each. ``--with-tracer`` adds a third subject on 3.12+: coverage on,
+measured with the ``sys.settrace`` engine (the one 3.10 and 3.11 use) in every process.
 
     python bench/coverage_cost.py --library ~/src/more-itertools
     python bench/coverage_cost.py --library ~/src/more-itertools --quick
-    python bench/coverage_cost.py --library ~/src/more-itertools --with-tracer
+    python3.12 bench/coverage_cost.py --library ~/src/more-itertools --with-tracer
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from _common import (
 
 FIX = "0e6acdf9b60765ecf9634d6f5c132ac1bebc616b"
 LEAN = '{set: {PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}'
-TRACER_PLUGIN = '''"""Bench only: measure with coverage.py in every process (no probes)."""
+TRACER_PLUGIN = '''"""Bench only: measure with the sys.settrace engine in every process."""
 import dataclasses
 
 from pytest_vgate import gate_result
@@ -48,11 +48,11 @@ from pytest_vgate import gate_result
 _measure_change = gate_result.measure_change
 
 
-def _coverage_only(change):
-    return dataclasses.replace(_measure_change(change), engine="coverage")
+def _settrace_only(change, side=None):
+    return dataclasses.replace(_measure_change(change, side), engine="settrace")
 
 
-gate_result.measure_change = _coverage_only
+gate_result.measure_change = _settrace_only
 '''
 
 
@@ -93,11 +93,17 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], rounds=3)
     parser.add_argument("--library", type=Path, required=True, help="a more-itertools clone")
     parser.add_argument(
-        "--with-tracer", action="store_true", help="also time coverage.py's tracer everywhere"
+        "--with-tracer", action="store_true", help="also time the sys.settrace engine (3.12+)"
     )
     args = parser.parse_args()
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
-    header(f"coverage cost: more-itertools gates with --vgate-base, on vs off, {rounds} rounds")
+    if args.with_tracer and sys.version_info < (3, 12):
+        parser.error("--with-tracer compares the engines of Python 3.12+: sys.settrace is all")
+    engine = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace"
+    header(
+        f"coverage cost: more-itertools gates with --vgate-base, on vs off, {rounds} rounds, "
+        f"Python {sys.version.split()[0]} ({engine})"
+    )
     with workdir("coverage", keep=args.keep) as base:
         repo = base / "more-itertools"
         subprocess.run(
@@ -126,7 +132,7 @@ def main() -> None:
             ("coverage off", lambda: session("off")),
         ]
         if args.with_tracer:
-            subjects.append(("coverage on, tracer", lambda: session("on", tracer=True)))
+            subjects.append(("coverage on, settrace", lambda: session("on", tracer=True)))
         series = alternate(rounds, subjects, verbose=not args.quiet)
         last = run_child(
             pytest_argv("-p", "no:cacheprovider", "-q", "gates.yaml", "--vgate", "gates.yaml",
@@ -141,9 +147,9 @@ def main() -> None:
     ratios = [[slow, ratio(on.cpu, off.cpu), verdict(slow, 1.5, at_most=True)]]
     heads = ["on/off wall", "on/off CPU", "on/off <= 1.5"]
     if args.with_tracer:
-        tracer = series["coverage on, tracer"]
+        tracer = series["coverage on, settrace"]
         ratios[0] += [ratio(tracer.median, off.median), ratio(tracer.cpu, off.cpu)]
-        heads += ["tracer/off wall", "tracer/off CPU"]
+        heads += ["settrace/off wall", "settrace/off CPU"]
     print()
     print(table(heads, ratios))
     print("\nthe table of the last (coverage on) session:")

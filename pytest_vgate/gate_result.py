@@ -144,6 +144,7 @@ def evaluate_gate(
     executed (up to N of them, ``evidence/discriminate.py``).
     """
     measure: MeasureSpec | None = None
+    red_measure: MeasureSpec | None = None
     change: Change | None = None
     kind = kind_of(gate.type)
     if base_ctx is not None and base_tree is not None:
@@ -151,11 +152,12 @@ def evaluate_gate(
         if coverage and evidence is not None and not kind.judgment:
             change = evidence.change_for(base_tree)
             if not change.empty and not change.error and not kind.unmeasured:
-                measure = measure_change(change)
+                measure = measure_change(change, "head")
+                red_measure = measure_change(change, "base")
     green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)
     red_ctx = base_ctx
-    if base_ctx is not None and base_ctx.measure is not measure:
-        red_ctx = replace(base_ctx, measure=measure)
+    if base_ctx is not None and base_ctx.measure is not red_measure:
+        red_ctx = replace(base_ctx, measure=red_measure)
     greens: list[Verdict] = []
     reds: list[Verdict] = []
     if evidence is None:
@@ -287,24 +289,33 @@ def _discrimination(
     )
 
 
-def measure_change(change: Change) -> MeasureSpec:
+def measure_change(change: Change, side: str | None = None) -> MeasureSpec:
     """Record only the changed files, on both trees: all the judgment needs (a base run
     executing the current tree's changed files is what contamination is), and the cheapest
-    to trace. ``lines``: each side's changed lines (on the base, with the statements of
-    the functions a pure insertion went into), the rest of a file only whether it ran."""
+    to trace. ``lines``: the changed lines the judgment asks about, of the ``side`` the run
+    is on (``base`` or ``head``; both when None, with the statements of the functions a
+    pure insertion went into); ``any_of``, on the base: those statements, of which one is
+    enough. Once all of them ran, an engine may stop tracing (files are still recorded as
+    they start)."""
     files = sorted(change.files | change.inserted)
     lines: dict[str, tuple[int, ...]] = {}
+    any_of: dict[str, tuple[int, ...]] = {}
     for rel in files:
-        base_lines = change.base_changed.get(rel, frozenset()) | change.anchors.get(
-            rel, frozenset()
-        )
-        lines[os.path.join(change.base_top, rel)] = tuple(sorted(base_lines))
-        lines[os.path.join(change.head_top, rel)] = tuple(
-            sorted(change.head_changed.get(rel, frozenset()))
-        )
+        base, head = os.path.join(change.base_top, rel), os.path.join(change.head_top, rel)
+        anchors = change.anchors.get(rel, frozenset())
+        changed = change.base_changed.get(rel, frozenset())
+        if side is None:
+            lines[base] = tuple(sorted(changed | anchors))
+        elif side == "base":
+            lines[base] = tuple(sorted(changed))
+            if rel in change.inserted and anchors:
+                any_of[base] = tuple(sorted(anchors))
+        if side in (None, "head"):
+            lines[head] = tuple(sorted(change.head_changed.get(rel, frozenset())))
     return MeasureSpec(
         tuple(os.path.join(top, f) for f in files for top in (change.base_top, change.head_top)),
         lines=tuple(sorted(lines.items())),
+        any_of=tuple(sorted(any_of.items())),
     )
 
 
@@ -420,6 +431,10 @@ def _coverage_lines(result: GateResult) -> list[str]:
     ):
         if reach is not None and reach.measured and changed:
             lines.append(f"  {name}: {describe_lines(reach.executed, changed)}")
+        elif reach is not None and not reach.measured and reach.reason != cov.reason:
+            lines.append(f"  {name}: not measured ({reach.reason})")
+        elif reach is not None and not reach.measured:
+            lines.append(f"  {name}: not measured")
     return lines
 
 

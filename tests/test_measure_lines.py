@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -406,3 +407,28 @@ def test_a_rewritten_test_module_that_does_not_start_with_its_imports(
     check = f"{PY} -m pytest -q -p no:cacheprovider tests/test_mod.py"
     measured = both(project, check, ["pkg/mod.py", "tests/test_mod.py"])
     assert tags(project, measured, "tests/test_mod.py") == {"test-assert", "test-values"}
+
+
+def test_the_tracer_comes_off_once_every_line_asked_about_ran(project: Path) -> None:
+    """Before Python 3.12 a trace hook slows every line of every file: once the lines the
+    judgment asks about have run (all of ``lines``, one of each ``any_of``), it comes off.
+    A measured file that starts later is still recorded, as started."""
+    (project / "pkg" / "later.py").write_text("VALUE = 1\n")
+    mod, later = (os.path.realpath(project / "pkg" / n) for n in ("mod.py", "later.py"))
+    spec = MeasureSpec(
+        (mod, later),
+        lines=((mod, (line_of(MOD, "inner"),)),),
+        engine="settrace",
+        any_of=((mod, (line_of(MOD, "lambda"), line_of(MOD, "main"))),),
+    )
+    check = "import sys, pkg.mod as m; m.nested(4); print(sys.gettrace()); import pkg.later"
+    gate = gate_from_mapping({"id": "g", "check": f"{PY} -c {shlex.quote(check)}"}, root=project)
+    verdict = run_check(gate, RunContext(root=project, measure=spec))
+    measured = verdict.extra[MEASURED_KEY]
+    assert isinstance(measured, Measured) and measured.measured, measured
+    assert verdict.stdout.strip() == "None"
+    assert {"inner", "lambda"} <= tags(project, measured)
+    assert measured.files[later] == frozenset()  # started after: recorded, untraced
+    unwatched = replace(spec, lines=((mod, (line_of(MOD, "main"),)),))
+    verdict = run_check(gate, RunContext(root=project, measure=unwatched))
+    assert verdict.stdout.strip() != "None"  # a line that never ran: the tracer stays

@@ -52,7 +52,7 @@ FILES = {
         import sys
 
         env = {"PATH": os.environ.get("PATH", ""), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fix.py"]
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *sys.argv[1:]]
         sys.exit(subprocess.run(argv, env=env).returncode)
         """,
     "tests/check_lean.py": """\
@@ -101,7 +101,8 @@ CHECKS = {  # gate id -> (check, lean environment)
     "coverage-run": (f"sh -c {shlex.quote(f'{COV_RUN} tests/test_fix.py && {COV_JSON}')}", True),
     "runner-script": (f"{PY} tests/run_cov.py", True),
     "fail-under": (f"sh -c {shlex.quote(f'{FULL_RUN} tests/test_full.py && {FULL_REPORT}')}", True),
-    "clean-env": (f"{PY} tests/tox_like.py", False),
+    "clean-env": (f"{PY} tests/tox_like.py tests/test_fix.py", False),
+    "clean-env-never-red": (f"{PY} tests/tox_like.py tests/test_basic.py", False),
     "lean-import": (f"{PY} tests/check_lean.py", False),
     "globals": (f"{PY} tests/check_globals.py", False),
 }
@@ -119,9 +120,11 @@ EXPECTED_COVERAGE = {
     "runner-script": OWN_TRACER,
     "fail-under": OWN_TRACER,
     "clean-env": "unmeasured",
+    "clean-env-never-red": "unmeasured",
     "lean-import": COVERED,
     "globals": COVERED,
 }
+VERDICTS = {"clean-env-never-red": ("failure", "never-red")}  # the others: passed, proven
 # The command each gate's own coverage report comes from, and the report it writes.
 OWN_REPORTS = {
     "addopts-cov": "cov-addopts.json",
@@ -144,7 +147,7 @@ def repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Evidence
 
 def session(
     pytester: pytest.Pytester, *args: str
-) -> tuple[dict[str, dict[str, object]], dict[str, Any]]:
+) -> tuple[dict[str, dict[str, object]], dict[str, Any], str]:
     junit, report = pytester.path / "junit.xml", pytester.path / "report.json"
     result = pytester.runpytest_subprocess(
         *LEAN, f"--junitxml={junit}", "gates.yaml", "--vgate", "gates.yaml",
@@ -153,7 +156,7 @@ def session(
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text, text
     gates = {str(g["id"]): g for g in json.loads(report.read_text())["gates"]}
-    return junit_cases(junit), gates
+    return junit_cases(junit), gates, result.stdout.str()
 
 
 def own_report(root: Path, name: str) -> dict[str, object]:
@@ -167,16 +170,17 @@ def own_report(root: Path, name: str) -> dict[str, object]:
 def test_a_measured_check_sees_and_counts_exactly_what_it_does_unmeasured(
     repo: EvidenceRepo, pytester: pytest.Pytester
 ) -> None:
-    cases, gates = session(pytester)
+    cases, gates, out = session(pytester)
     own = {name: own_report(repo.root, name) for name in OWN_REPORTS.values()}
-    off, _ = session(pytester, "--vgate-coverage", "off")
+    off, _, _ = session(pytester, "--vgate-coverage", "off")
 
     wrong = []
     for gate_id, coverage in EXPECTED_COVERAGE.items():
         seen = (cases[gate_id]["outcome"], cases[gate_id]["vgate_rbg"])
         unmeasured = (off[gate_id]["outcome"], off[gate_id]["vgate_rbg"])
         said = cases[gate_id]["vgate_coverage"]
-        if not seen == unmeasured == ("passed", "proven") or said != coverage:
+        verdict = VERDICTS.get(gate_id, ("passed", "proven"))
+        if not seen == unmeasured == verdict or said != coverage:
             wrong.append((gate_id, seen, unmeasured, said, gates[gate_id].get("rbg_reason")))
     assert not wrong, wrong
     for gate_id, coverage in EXPECTED_COVERAGE.items():
@@ -188,6 +192,9 @@ def test_a_measured_check_sees_and_counts_exactly_what_it_does_unmeasured(
     # Missing data is said, with what was not measured, never judged as a miss.
     reason = str(gates["clean-env"]["coverage"]["reason"])  # type: ignore[index]
     assert "environment that drops the measurement" in reason and "pytest" in reason, reason
+    report = out.split("clean-env-never-red", 1)[1]
+    assert "coverage: unmeasured (a Python process started with an environment" in report
+    assert "red (base): not measured" in report and "green (now): not measured" in report
     if not SHARED:
         reason = str(gates["coverage-run"]["coverage"]["reason"])  # type: ignore[index]
         assert "a tracer we could not share" in reason and "coverage" in reason, reason

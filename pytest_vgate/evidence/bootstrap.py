@@ -61,6 +61,10 @@ class _Run:
         self.home = home
         self.engine = "auto"
         self.exact: set[str] = set()
+        self.stop = False  # stop tracing once every watched line ran
+        self.watch: dict[str, set[int]] = {}  # real path -> lines that must all run
+        self.groups: dict[str, frozenset[int]] = {}  # real path -> lines of which one must
+        self.on_done: Callable[[], None] | None = None
         prefixes: list[str] = []
         for row in spec.splitlines():
             kind, _, value = row.partition(" ")
@@ -70,12 +74,25 @@ class _Run:
                 self.exact.add(os.fsdecode(bytes.fromhex(value)))
             elif kind == "folder":
                 prefixes.append(os.fsdecode(bytes.fromhex(value)))
+            elif kind == "stop":
+                self.stop = True
+            elif kind in ("watch", "any"):
+                path, _, numbers = value.partition(" ")
+                real = os.fsdecode(bytes.fromhex(path))
+                lines = {int(n) for n in numbers.split(",") if n}
+                if kind == "watch":
+                    self.watch.setdefault(real, set()).update(lines)
+                elif lines:
+                    self.groups[real] = frozenset(lines)
+        self.remaining = sum(map(len, self.watch.values())) + len(self.groups)
         self.prefixes = tuple(prefixes)
+        self.paths: list[str] = []  # file number -> real path
         self.numbers: dict[str, int | None] = {}  # co_filename -> file number, or None
         self.count = 0
         self.seen: set[tuple[int, int]] = set()
         self.said: set[str] = set()
         self.busy = False  # our own writes raise audit events too
+        self.stopped = False  # the tracer was taken off: it has seen all it must
 
     def put(self, text: str) -> None:
         try:
@@ -107,6 +124,7 @@ class _Run:
             ):
                 found = self.count
                 self.count += 1
+                self.paths.append(real)
                 self.put(f"p {found} {_hex(real)}\n")
         self.numbers[filename] = found
         return found
@@ -116,6 +134,21 @@ class _Run:
         if key not in self.seen:
             self.seen.add(key)
             self.put(f"l {number} {line}\n")
+            if self.remaining:
+                self.tick(self.paths[number], line)
+
+    def tick(self, real: str, line: int) -> None:
+        """A watched line ran: once none is left, tracing may stop."""
+        pending = self.watch.get(real)
+        if pending and line in pending:
+            pending.discard(line)
+            self.remaining -= 1
+        group = self.groups.get(real)
+        if group is not None and line in group:
+            del self.groups[real]
+            self.remaining -= 1
+        if not self.remaining and self.on_done is not None:
+            self.on_done()
 
 
 def _hex(text: str) -> str:
@@ -178,31 +211,35 @@ def _shebang(program: str, env: object) -> bool:
 
 
 def _audit(
-    run: _Run, tracer: "Callable[..., object] | None"
+    run: _Run, tracer: "Callable[..., object] | None", entries: bool
 ) -> "Callable[[str, tuple[object, ...]], None]":
-    """The audit hook: processes started out of reach, and tracers that replace ours."""
+    """The audit hook: processes started out of reach, tracers that replace ours, and
+    (``entries``) files that start executing where no tracer sees them."""
     spawn = SPAWN_EVENTS
+    starts = ("exec", "cpython.run_file") if entries else ()
 
     def hook(event: str, args: "tuple[object, ...]") -> None:
-        if run.busy or (event not in spawn and event != "sys.settrace"):
+        if run.busy or (event not in spawn and event not in starts and event != "sys.settrace"):
             return
         run.busy = True
         try:
-            if event == "sys.settrace":
-                if tracer is not None:
+            why = None
+            if event == "exec" and entries:
+                run.number(_text(getattr(args[0], "co_filename", "")))
+            elif event in starts:  # cpython.run_file: a main script, if there is one
+                if os.path.isfile(_text(args[0])):
+                    run.number(_text(args[0]))
+            elif event == "sys.settrace":
+                if tracer is not None and not run.stopped:
                     _settrace_seen(run, tracer)
             elif event == "subprocess.Popen":
                 why = _lost(run, args[0], args[1], args[3])
-                if why:
-                    run.say(why)
             elif event == "os.spawn":
                 why = _lost(run, None, args[2], args[3])
-                if why:
-                    run.say(why)
             else:  # os.exec, os.posix_spawn: (path, argv, env)
                 why = _lost(run, None, args[1], args[2])
-                if why:
-                    run.say(why)
+            if why:
+                run.say(why)
         # An interpreter callback in the check: a failure is recorded, never raised there.
         except Exception as exc:  # noqa: BLE001
             run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
@@ -273,8 +310,17 @@ def _tracer(run: _Run) -> "Callable[..., object]":
 
         return local
 
+    def done() -> None:
+        run.stopped = True
+        sys.settrace(None)
+        threading = sys.modules.get("threading")
+        if threading is not None and getattr(threading, "_trace_hook", None) is trace:
+            threading._trace_hook = None  # type: ignore[attr-defined]
+
+    run.on_done = done
+
     def trace(frame: "types.FrameType", event: str, arg: object) -> object:
-        if threads[0]:
+        if threads[0] and not run.stopped:
             threading = sys.modules.get("threading")
             if threading is not None and getattr(threading, "_trace_hook", 0) is None:
                 threading._trace_hook = trace  # type: ignore[attr-defined]
@@ -326,6 +372,8 @@ def _start(folder: str, home: str) -> None:
         tracer = None
         if monitoring:
             _monitor(run)
+        elif run.stop and not run.remaining:
+            pass  # no line to watch: the files that start are all it records
         elif sys.gettrace() is not None:  # coverage.py started by a .pth file, say
             run.say(f"a tracer we could not share was already running ({sys.gettrace()!r})")
             return
@@ -334,7 +382,7 @@ def _start(folder: str, home: str) -> None:
             sys.settrace(tracer)  # type: ignore[arg-type]
         engine = "monitoring" if monitoring else "settrace"
         run.put(f"s {engine} {_hex(sys.executable or '?')}\n")
-        sys.addaudithook(_audit(run, tracer))
+        sys.addaudithook(_audit(run, tracer, not monitoring))
     # This process's boundary: a broken start is "not measured", never a broken check.
     except Exception as exc:  # noqa: BLE001
         if run is None:

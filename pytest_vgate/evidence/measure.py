@@ -45,14 +45,19 @@ class MeasureSpec:
     folder (a virtual environment kept in the repository). Every executed line of a
     recorded file is reported, mapped to its statement's first line.
 
-    ``lines``: the lines the caller will ask about, per file (informative: the engines
-    record every line of the included files). ``engine``: ``auto`` (``sys.monitoring`` on
-    Python 3.12+, ``sys.settrace`` before), or ``settrace`` everywhere (to compare them).
+    ``lines``: the lines the caller will ask about, per file; ``any_of``: per file, lines
+    of which one running is enough. With them, the ``sys.settrace`` engine stops tracing
+    once all those lines ran (a trace hook slows every line of every file before Python
+    3.12), and later lines are not reported; without them (None), every executed line of
+    the included files is. Files are reported as they start either way. ``engine``:
+    ``auto`` (``sys.monitoring`` on Python 3.12+, ``sys.settrace`` before), or
+    ``settrace`` everywhere (to compare them).
     """
 
     include: tuple[str, ...]
     lines: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     engine: str = "auto"
+    any_of: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"include": list(self.include)}
@@ -68,6 +73,14 @@ class MeasureSpec:
                 rows.append(f"folder {os.fsencode(pattern[:-1]).hex()}")
             else:
                 rows.append(f"file {os.fsencode(pattern).hex()}")
+        if self.lines is not None:
+            rows.append("stop")
+            for kind, entries in (("watch", self.lines), ("any", self.any_of)):
+                rows.extend(
+                    f"{kind} {os.fsencode(path).hex()} {','.join(map(str, lines))}"
+                    for path, lines in entries
+                    if lines
+                )
         return "\n".join(rows) + "\n"
 
 

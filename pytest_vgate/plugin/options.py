@@ -26,7 +26,7 @@ _HELP = {
     "vgate_require_red": "a green gate without red evidence fails (cause broken_test); "
     "the default under --vgate-base (--no-vgate-require-red relaxes it)",
     "vgate_coverage": "measure what each red and green run executed of the change "
-    "(probes on CPython < 3.12, else coverage.py) and judge red-before-green on it: "
+    "(sys.monitoring on Python 3.12+, sys.settrace before) and judge red-before-green on it: "
     "auto (on under --vgate-base), on, off",
     "vgate_repeat": "run the red and the green run N times each, interleaved; proven "
     "needs N/N (default 1)",
