@@ -210,9 +210,30 @@ def step_summary(report: Mapping[str, Any], rootdir: str | Path | None = None) -
     return text
 
 
+class CommandChannel:
+    """The session's terminal as the Actions runner reads it: workflow commands stopped
+    from the start (a check's output, a claim, a verifier's message are printed there),
+    resumed only while our own annotations are printed, and at the end."""
+
+    def __init__(self, write_line: Callable[[str], None]) -> None:
+        self.write_line = write_line
+        self._resume: str | None = None
+
+    def stop(self) -> None:
+        if self._resume is None:
+            stop, self._resume = stop_commands()
+            self.write_line(stop)
+
+    def resume(self) -> None:
+        if self._resume is not None:
+            resume, self._resume = self._resume, None
+            self.write_line(resume)
+
+
 class GithubExporter:
-    """A ``pytest_vgate_report`` plugin: annotations through ``write_line``, the summary
-    appended to ``step_summary`` (when GitHub gave one)."""
+    """A ``pytest_vgate_report`` plugin: annotations through ``write_line`` (commands
+    resumed on ``channel`` just for them), the summary appended to ``step_summary``
+    (when GitHub gave one)."""
 
     def __init__(
         self,
@@ -220,16 +241,25 @@ class GithubExporter:
         write_line: Callable[[str], None],
         step_summary: Path | None,
         workspace: Path,
+        channel: CommandChannel | None = None,
     ) -> None:
         self.write_line = write_line
         self.step_summary = step_summary
         self.workspace = workspace
+        self.channel = channel
 
     def pytest_vgate_report(self, report: dict[str, Any]) -> None:
         if not report.get("gates") and not report.get("citations"):
             return
-        for line in annotation_lines(report, self.workspace):
-            self.write_line(line)
+        lines = annotation_lines(report, self.workspace)
+        if self.channel is not None and lines:
+            self.channel.resume()
+        try:
+            for line in lines:
+                self.write_line(line)
+        finally:
+            if self.channel is not None and lines:
+                self.channel.stop()
         if self.step_summary is not None:
             text = step_summary(report, report.get("rootdir"))
             with open(self.step_summary, "a", encoding="utf-8") as fh:

@@ -301,17 +301,33 @@ def register_exporters(config: pytest.Config) -> None:
 
     html_columns.register(config)
     if github_enabled(config, os.environ):
-        from pytest_vgate.exporters.github import GithubExporter
+        from pytest_vgate.exporters.github import CommandChannel, GithubExporter
 
+        write_line = functools.partial(_write_line, config)
+        channel = CommandChannel(write_line)
+        channel.stop()  # everything printed from here on is inert for the runner
+        config.pluginmanager.register(_ResumeAtEnd(channel), "vgate-github-channel")
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         config.pluginmanager.register(
             GithubExporter(
-                write_line=functools.partial(_write_line, config),
+                write_line=write_line,
                 step_summary=Path(summary) if summary else None,
                 workspace=Path(os.environ.get("GITHUB_WORKSPACE") or config.rootpath),
+                channel=channel,
             ),
             "vgate-github",
         )
+
+
+class _ResumeAtEnd:
+    """Workflow commands are resumed after the last line of the session's output."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self) -> None:
+        self.channel.resume()
 
 
 def _write_line(config: pytest.Config, line: str) -> None:
