@@ -391,3 +391,44 @@ def test_advice_for_a_guard_is_the_line_that_declares_it(
     line, status = prove_following_the_advice(pytester, gates, bugfix.bug_sha, dist_args)
     assert "add the line `red: not-required` to the gate `neg`" in line
     assert status == "regression"
+
+
+# -- gates first ---------------------------------------------------------------------------
+
+
+def test_vgate_cite_alone_checks_the_document_without_the_suite(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_broken="import no_such_module\n",
+        test_other="def test_other():\n    raise AssertionError('the suite ran')\n",
+    )
+    pytester.makefile(".md", answer="- test_other.py:1 defines `test_other`\n")
+    result = pytester.runpytest_subprocess(*LEAN, "--vgate-cite", "answer.md", *dist_args)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    # Test paths named too: those run as well.
+    both = pytester.runpytest_subprocess(
+        *LEAN, "--vgate-cite", "answer.md", "test_other.py", *dist_args
+    )
+    both.assert_outcomes(passed=1, failed=1)
+
+
+# -- readability -----------------------------------------------------------------------------
+
+
+def test_the_base_runs_decisive_lines_carry_no_colour_codes(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    """The project forces `--color=yes`: its checks' pytest colours what it prints."""
+    (bugfix.root / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
+    git(bugfix.repo, "commit", "-qam", "colour")
+    gates = bugfix.root / "gates.yaml"
+    gates.write_text("gates:\n  - id: neg\n    check: python -m pytest -q tests/test_basic.py\n")
+    result, report = prove(pytester, "gates.yaml", "HEAD", "--vgate-only")
+    assert report["neg"]["rbg"] == "never-red"
+    assert "\x1b[" in str(report["neg"]["stdout"])  # the check's own output, as it was
+    out = result.stdout.str()
+    decisive = out.split("base output (decisive lines):\n", 1)[1].split("what to do:")[0]
+    assert "1 passed" in decisive
+    assert "[0m" not in decisive and "\x1b" not in decisive, repr(decisive)  # shown as `?[0m`

@@ -30,9 +30,15 @@ _QUIET = {"proven", "regression", "unproven"}  # statuses that need no base expl
 BASE_RAN_ITS_OWN = "the base ran its own version of"
 
 
+# Terminal control sequences (colours of `--color=yes`, cursor moves): never shown.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
 def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> list[str]:
-    """The lines of a run's output that say how it ended; the last lines when none match."""
-    rows = [r.rstrip() for r in (stderr + "\n" + stdout).splitlines() if r.strip()]
+    """The lines of a run's output that say how it ended; the last lines when none match.
+    Colour codes are stripped (a project's ``--color=yes``): they are read, not rendered."""
+    text = _ANSI.sub("", stderr + "\n" + stdout)
+    rows = [r.rstrip() for r in text.splitlines() if r.strip()]
     picked: list[str] = []
     for row in rows:
         if _DECISIVE.search(row) and row not in picked:
