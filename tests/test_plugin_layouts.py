@@ -7,6 +7,7 @@ commands without an install; the advice a failed gate gives, followed, proves it
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -298,3 +299,136 @@ def test_init_takes_any_path_docstring_line_and_id(
     gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
     ran = {k: g["stdout"].strip().splitlines()[-1].split(" in ")[0] for k, g in gates.items()}
     assert ran == {k: "2 passed" if k == "test_param" else "1 passed" for k in checks}
+
+
+# -- advice that is right: follow it and the gate is proven --------------------------------
+
+
+def follow_advice(out: str, gates_file: Path, gate_id: str) -> str:
+    """Apply the `what to do:` line's gates-file snippet (`key: value`) to the gate."""
+    (line,) = [row for row in out.splitlines() if row.startswith("what to do: ")]
+    snippets = [s for s in re.findall(r"`([^`]+)`", line) if re.match(r"^[a-z_]+: ", s)]
+    assert snippets, line
+    data = yaml.safe_load(gates_file.read_text())
+    (gate,) = [g for g in data["gates"] if g["id"] == gate_id]
+    gate.update(yaml.safe_load(snippets[-1]))
+    gates_file.write_text(yaml.safe_dump(data))
+    return line
+
+
+def prove_following_the_advice(
+    pytester: pytest.Pytester, gates_file: Path, base: str, dist_args: list[str]
+) -> tuple[str, str]:
+    """Run, check the gate is not proven, follow the advice, run again: (advice, status)."""
+    result, gates = prove(pytester, gates_file.name, base, "--vgate-only", *dist_args)
+    ((gate_id, first),) = gates.items()
+    assert result.ret == 1 and first["rbg"] in ("weak-red", "never-red"), result.stdout.str()
+    line = follow_advice(result.stdout.str(), gates_file, gate_id)
+    result, gates = prove(pytester, gates_file.name, base, "--vgate-only", *dist_args)
+    assert result.ret == 0, f"{line}\n{result.stdout.str()}"
+    return line, str(gates[gate_id]["rbg"])
+
+
+def test_advice_for_a_test_missing_on_the_base_names_its_file(
+    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+) -> None:
+    gates = bugfix.root / "gates.yaml"
+    gates.write_text(
+        "gates:\n  - id: add\n    check: python -m pytest -q tests/test_fix.py::test_add\n"
+    )
+    line, status = prove_following_the_advice(pytester, gates, bugfix.bug_sha, dist_args)
+    assert "`overlay: [tests/test_fix.py]`" in line
+    assert status == "proven"
+
+
+def test_advice_for_a_test_helper_missing_on_the_base_carries_it(
+    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+) -> None:
+    tests = bugfix.root / "tests"
+    (tests / "helpers_math.py").write_text("def five():\n    return 5\n")
+    (tests / "test_five.py").write_text(
+        "from helpers_math import five\n\nfrom pkg.mathx import add\n\n\n"
+        "def test_five():\n    assert add(2, 3) == five()\n"
+    )
+    gates = bugfix.root / "gates.yaml"
+    gates.write_text(
+        "gates:\n  - id: five\n    check: python -m pytest -q tests/test_five.py\n"
+        "    overlay: [tests/test_five.py]\n"
+    )
+    line, status = prove_following_the_advice(pytester, gates, bugfix.bug_sha, dist_args)
+    assert "could not import 'helpers_math'" in line
+    assert "`overlay: [tests/test_five.py, tests/helpers_math.py]`" in line
+    assert status == "proven"
+
+
+def test_advice_for_a_project_the_base_cannot_import_sets_its_path(
+    pytester: pytest.Pytester, src_pair: Path, dist_args: list[str]
+) -> None:
+    """The change itself configures `pythonpath = ["src"]` (committed): the base revision
+    has no such configuration, so its runs cannot import the project."""
+    pyproject = src_pair / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text() + '\n[tool.pytest.ini_options]\npythonpath = ["src"]\n'
+    )
+    git(src_pair, "commit", "-qam", "pythonpath")
+    gates = src_pair / "gates.yaml"
+    gates.write_text(
+        "gates:\n  - id: area\n    check: python -m pytest -q tests/test_area.py\n"
+        "    overlay: [tests/test_area.py]\n"
+    )
+    line, status = prove_following_the_advice(pytester, gates, "HEAD~2", dist_args)
+    assert "could not import 'shapes': this tree has it in src/shapes" in line
+    assert "overlay" not in line.split("; add")[-1]
+    assert "`env: {set: {PYTHONPATH: src}}`" in line
+    assert status == "proven"
+
+
+def test_advice_for_a_guard_is_the_line_that_declares_it(
+    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+) -> None:
+    gates = bugfix.root / "gates.yaml"
+    gates.write_text("gates:\n  - id: neg\n    check: python -m pytest -q tests/test_basic.py\n")
+    line, status = prove_following_the_advice(pytester, gates, bugfix.bug_sha, dist_args)
+    assert "add the line `red: not-required` to the gate `neg`" in line
+    assert status == "regression"
+
+
+# -- gates first ---------------------------------------------------------------------------
+
+
+def test_vgate_cite_alone_checks_the_document_without_the_suite(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_broken="import no_such_module\n",
+        test_other="def test_other():\n    raise AssertionError('the suite ran')\n",
+    )
+    pytester.makefile(".md", answer="- test_other.py:1 defines `test_other`\n")
+    result = pytester.runpytest_subprocess(*LEAN, "--vgate-cite", "answer.md", *dist_args)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    # Test paths named too: those run as well.
+    both = pytester.runpytest_subprocess(
+        *LEAN, "--vgate-cite", "answer.md", "test_other.py", *dist_args
+    )
+    both.assert_outcomes(passed=1, failed=1)
+
+
+# -- readability -----------------------------------------------------------------------------
+
+
+def test_the_base_runs_decisive_lines_carry_no_colour_codes(
+    pytester: pytest.Pytester, bugfix: BugFixRepo
+) -> None:
+    """The project forces `--color=yes`: its checks' pytest colours what it prints."""
+    (bugfix.root / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
+    git(bugfix.repo, "commit", "-qam", "colour")
+    gates = bugfix.root / "gates.yaml"
+    gates.write_text("gates:\n  - id: neg\n    check: python -m pytest -q tests/test_basic.py\n")
+    result, report = prove(pytester, "gates.yaml", "HEAD", "--vgate-only")
+    assert report["neg"]["rbg"] == "never-red"
+    assert "\x1b[" in str(report["neg"]["stdout"])  # the check's own output, as it was
+    out = result.stdout.str()
+    decisive = out.split("base output (decisive lines):\n", 1)[1].split("what to do:")[0]
+    assert "1 passed" in decisive
+    assert "[0m" not in decisive and "\x1b" not in decisive, repr(decisive)  # shown as `?[0m`

@@ -4,9 +4,11 @@ status added later (``disconnected``, ``flaky``) gets the base run's facts too."
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_vgate.clip import clip
 from pytest_vgate.spec import Gate
@@ -28,9 +30,15 @@ _QUIET = {"proven", "regression", "unproven"}  # statuses that need no base expl
 BASE_RAN_ITS_OWN = "the base ran its own version of"
 
 
+# Terminal control sequences (colours of `--color=yes`, cursor moves): never shown.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
 def decisive_lines(stdout: str, stderr: str, limit: int = DECISIVE_LIMIT) -> list[str]:
-    """The lines of a run's output that say how it ended; the last lines when none match."""
-    rows = [r.rstrip() for r in (stderr + "\n" + stdout).splitlines() if r.strip()]
+    """The lines of a run's output that say how it ended; the last lines when none match.
+    Colour codes are stripped (a project's ``--color=yes``): they are read, not rendered."""
+    text = _ANSI.sub("", stderr + "\n" + stdout)
+    rows = [r.rstrip() for r in text.splitlines() if r.strip()]
     picked: list[str] = []
     for row in rows:
         if _DECISIVE.search(row) and row not in picked:
@@ -52,8 +60,8 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str], reason:
     if status == "never-red":
         return (
             "The check passes on the base too: make it test what the change fixed or added "
-            "(assert the new behaviour), or declare it `red: not-required` if it only guards "
-            "against regressions."
+            "(assert the new behaviour); if it only guards behaviour the change keeps, "
+            f"add the line `red: not-required` to the gate `{gate.id}`."
         )
     if status == "disconnected":
         return (
@@ -74,12 +82,14 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str], reason:
         )
     missing = _IMPORT.search(text)
     if missing:
-        return (
-            f"The base run could not import {missing.group(2)!r}: if it is new test code, add "
-            "its file to `overlay`; a test should import only what the base has and fail "
-            "inside the test, not at import."
-        )
+        return import_advice(gate, missing.group(2))
     if pytest_like and (base.exit_code in (4, 5) or "not found" in text or "no tests ran" in text):
+        named = _named_test_file(gate)
+        if named and not _carried(gate, named):
+            return (
+                "The test does not exist on the base: add its file to the gate's `overlay` "
+                f"so the base run has it: `overlay: [{', '.join([*gate.overlay, named])}]`."
+            )
         if not gate.overlay:
             return (
                 "The test does not exist on the base: add its file to the gate's `overlay` "
@@ -87,8 +97,8 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str], reason:
             )
         return (
             "pytest found no such test on the base although the overlay carries "
-            f"{', '.join(gate.overlay)}: fix the node id in the check, or add the file that "
-            "defines the test to `overlay`."
+            f"{', '.join(gate.overlay)}: the check's node id names no test there; check it "
+            "with `python -m pytest --collect-only -q` and fix the check."
         )
     if "unittest.loader._FailedTest" in text:
         where = (
@@ -107,6 +117,85 @@ def advice(status: str, gate: Gate, base: Verdict, lines: Sequence[str], reason:
             "import cleanly there, or carry what it needs in `overlay`."
         )
     return "See the base run's output above: it failed, but not as an answer to the change."
+
+
+def _named_test_file(gate: Gate) -> str:
+    """The test file a pytest check names (``tests/test_x.py::test_y``), relative to the
+    gates root, when it exists in the current tree; "" otherwise."""
+    for word in gate.argv[1:]:
+        path = word.split("::", 1)[0]
+        if path.endswith(".py") and not path.startswith("-"):
+            where = os.path.normpath(os.path.join(gate.cwd, path))
+            if os.path.isfile(gate.root / where):
+                return Path(where).as_posix()
+    return ""
+
+
+def _carried(gate: Gate, rel: str) -> bool:
+    """Whether the gate's overlay already carries ``rel`` (itself or a folder above it)."""
+    target = Path(os.path.normpath(rel))
+    for entry in gate.overlay:
+        carried = Path(os.path.normpath(entry.rstrip("/") or "."))
+        if carried == target or carried in target.parents:
+            return True
+    return False
+
+
+def _module_file(root: Path, folder: str, dotted: str) -> str:
+    """Where ``dotted`` lies below ``root/folder`` (a module or a package), or ""."""
+    base = root / folder / Path(*dotted.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py", base):
+        if candidate.exists():
+            return candidate.relative_to(root).as_posix()
+    return ""
+
+
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+
+
+def import_advice(gate: Gate, name: str) -> str:
+    """What is missing when the base run cannot import ``name``, and the one change that
+    fixes it: the folder the project is imported from (``PYTHONPATH``), the test helper
+    to carry (``overlay``), or an install; never an overlay the gate already has."""
+    root = gate.root
+    try:
+        folders = ["", *sorted(d.name for d in root.iterdir() if d.is_dir() and d.name[0] != ".")]
+    except OSError:
+        folders = [""]
+    folders.sort(key=lambda f: (f not in ("", "src"), f != "", f))
+    top = name.split(".", 1)[0]
+    for folder in folders:
+        found = _module_file(root, folder, name) or _module_file(root, folder, top)
+        if not found:
+            continue
+        parts = Path(found).parts
+        test_side = (
+            bool(_TEST_FOLDERS.intersection(parts[:-1])) or Path(found).name == "conftest.py"
+        )
+        if test_side and not _carried(gate, found):
+            overlay = ", ".join([*gate.overlay, found])
+            return (
+                f"The base run could not import {name!r}: this tree has it in {found}, a test "
+                f"file the base lacks; carry it there, add `overlay: [{overlay}]` to the gate."
+            )
+        set_path = dict(gate.env.set_values).get("PYTHONPATH", "")
+        if folder and folder not in set_path.split(os.pathsep) and not test_side:
+            return (
+                f"The base run could not import {name!r}: this tree has it in {found}, but "
+                f"{folder}/ is not on the check's import path (no install is used); add "
+                f"`env: {{set: {{PYTHONPATH: {folder}}}}}` to the gate (or `defaults:`), so each "
+                "run imports the tree it runs in."
+            )
+        return (
+            f"The base run could not import {name!r}: {found} is new in this change (the "
+            "overlay carries the tests, not the code), so the test fails at import; import "
+            "the new name inside the test, so the base run fails in the test itself."
+        )
+    return (
+        f"The base run could not import {name!r}, which is not in this tree: install it in "
+        "the interpreter that runs pytest (checks run `python` as the session's "
+        "interpreter), or pin one that has it in .toolchain/bin/python."
+    )
 
 
 def explain(status: str | None, gate: Gate, base: Verdict | None, reason: str = "") -> list[str]:

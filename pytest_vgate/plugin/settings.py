@@ -247,11 +247,13 @@ def read_settings(config: pytest.Config) -> Settings:
             f"one of {', '.join(ISOLATION_CHOICES)}, not {isolation[:40]!r}"
         )
     base = _value(config, "vgate_base")
+    gates_files = _paths(config, "vgate")
+    cite_files = _paths(config, "vgate_cite")
     return Settings(
         isolation=isolation,
         nested=inside_a_check(),
-        gates_files=_paths(config, "vgate"),
-        cite_files=_paths(config, "vgate_cite"),
+        gates_files=gates_files,
+        cite_files=cite_files,
         base=base,
         require_red=_require_red(config, base),
         strict=_flag(config, "vgate_strict"),
@@ -264,5 +266,16 @@ def read_settings(config: pytest.Config) -> Settings:
         repeat=_repeat(config),
         mutate=_mutate(config),
         mutants=_mutants(config),
-        only=_flag(config, "vgate_only"),
+        only=_flag(config, "vgate_only") or _cite_alone(config, gates_files, cite_files),
+    )
+
+
+def _cite_alone(config: pytest.Config, gates: tuple[Path, ...], cited: tuple[Path, ...]) -> bool:
+    """``pytest --vgate-cite DOC`` and nothing else to collect: check the document, do
+    not import and run the whole suite. Named test paths, a gates file, or documents from
+    the ini (a plain ``pytest`` that also checks them) keep the ordinary tests."""
+    return (
+        bool(cited and config.getoption("vgate_cite"))
+        and not gates
+        and config.args_source != pytest.Config.ArgsSource.ARGS
     )
