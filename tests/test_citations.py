@@ -116,22 +116,24 @@ def test_summary_block_counts_and_lists_fabrications(repo: CitationRepo) -> None
     ]
     block = summary_block(results, repo.root)
     lines = block.split("\n")
-    assert lines[:5] == [
+    assert lines[:6] == [
         "VERIFICATION GATE RESULT:",
         f"- Total citations: {len(statuses)}",
         f"- Verified at original location: {statuses.count('verified')}",
         f"- Corrected (line drift): {statuses.count('corrected')}",
         "- Dropped (file/line/content not found): "
         f"{statuses.count('dropped') + statuses.count('fabricated')}",
+        "- Unsupported (description not shown by the cited lines): "
+        f"{statuses.count('unsupported')}",
     ]
-    assert len(lines) == 6
-    assert lines[5].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
-    entries = lines[5].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
+    assert len(lines) == 7
+    assert lines[6].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
+    entries = lines[6].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
     assert len(entries) == len(caught) == 4
     for entry, (name, case) in zip(entries, caught, strict=True):
         line = name.split(":")[1]
         assert entry.startswith(f"docs/answer.md:{line} {case.location} (")
-    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[5]
+    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[6]
 
 
 def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
@@ -142,7 +144,7 @@ def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
     assert block == (
         "VERIFICATION GATE RESULT:\n- Total citations: 2\n- Verified at original location: 1\n"
         "- Corrected (line drift): 0\n- Dropped (file/line/content not found): 1\n"
-        "- FABRICATIONS CAUGHT: N"
+        "- Unsupported (description not shown by the cited lines): 0\n- FABRICATIONS CAUGHT: N"
     )
 
 
@@ -666,7 +668,7 @@ def test_a_long_class_is_no_match_deep_inside_its_body(tmp_path: Path) -> None:
     body = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(170))
     src = "class Secondary:\n" + body
     deep = 1 + 3 * 150 + 2  # inside method_150
-    r = _one(tmp_path, src, f"m.py:{deep} — `Secondary` keeps the state")
+    r = _one(tmp_path, src, f"m.py:{deep} — `Secondary` here")
     assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:1"), r.reason
     assert _one(tmp_path, src, f"m.py:{deep} — `method_150`").status is CitationStatus.VERIFIED
     assert _one(tmp_path, src, "m.py:1 — `Secondary`").status is CitationStatus.VERIFIED
@@ -678,7 +680,7 @@ def test_a_long_class_is_no_match_deep_inside_its_body(tmp_path: Path) -> None:
 def test_a_drifted_range_that_merely_mentions_the_name_is_not_verified(tmp_path: Path) -> None:
     src = "def target_fn():\n    return 1\n" + "# filler\n" * 30
     src += "def other():\n" + "    x = 1\n" * 10 + "    target_fn()\n" + "    y = 2\n" * 10
-    r = _one(tmp_path, src, "m.py:33-54 — `target_fn` returns one")
+    r = _one(tmp_path, src, "m.py:33-54 — `target_fn` is called")
     assert r.status is not CitationStatus.VERIFIED
     assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:44"), r.reason
 

@@ -17,7 +17,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from helpers.citation_repo import CORRECTED, DROPPED, FABRICATED, VERIFIED, Case, CitationRepo
+from helpers.citation_repo import (
+    CORRECTED,
+    DROPPED,
+    FABRICATED,
+    UNSUPPORTED,
+    VERIFIED,
+    Case,
+    CitationRepo,
+)
 from helpers.citation_repo import make_citation_repo as _make_repo
 from helpers.report import read_report
 
@@ -65,6 +73,7 @@ def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]
         f"- Verified at original location: {count[VERIFIED]}",
         f"- Corrected (line drift): {count[CORRECTED]}",
         f"- Dropped (file/line/content not found): {count[DROPPED] + count[FABRICATED]}",
+        f"- Unsupported (description not shown by the cited lines): {count[UNSUPPORTED]}",
         "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
     ]
 
@@ -437,6 +446,7 @@ def test_a_document_without_citations_prints_the_block_with_zeros(
             "- Verified at original location: 0",
             "- Corrected (line drift): 0",
             "- Dropped (file/line/content not found): 0",
+            "- Unsupported (description not shown by the cited lines): 0",
             "- FABRICATIONS CAUGHT: N",
         ],
     )

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
+from pytest_vgate.citations.judge import judge
 from pytest_vgate.citations.locate import Located, locate
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
@@ -99,6 +100,7 @@ class CitationChecker:
         if sf.state is not FileState.OK:
             return self._unreadable(c, sf, moved)
         loc: Located = locate(sf, c.start_line, c.end_line, c.entities, c.description)
+        loc = judge(sf, c, loc)
         status, reason = loc.status, loc.reason
         start, end = loc.start, loc.end
         if moved:

@@ -80,6 +80,8 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
             f"- Verified at original location: {count[CitationStatus.VERIFIED]}",
             f"- Corrected (line drift): {count[CitationStatus.CORRECTED]}",
             f"- Dropped (file/line/content not found): {dropped}",
+            "- Unsupported (description not shown by the cited lines): "
+            f"{count[CitationStatus.UNSUPPORTED]}",
             "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
         ]
     )
