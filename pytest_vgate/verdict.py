@@ -60,6 +60,7 @@ class CitationStatus(StrEnum):
     CORRECTED = "corrected"
     DROPPED = "dropped"
     FABRICATED = "fabricated"
+    UNSUPPORTED = "unsupported"  # the entity is there; the description's words are not
 
 
 DEFAULT_CAUSE: Mapping[Mode, Cause | None] = {

@@ -15,6 +15,7 @@ from helpers.citation_corpus import (
     STATUSES,
     Case,
     Figures,
+    build_corpus,
     docs_table,
     measure,
     render_table,
@@ -38,6 +39,24 @@ def test_no_false_verified(corpus: tuple[Figures, list[tuple[Case, str, str | No
     assert figures.false("verified") == 0, false
 
 
+def test_no_false_dropped(corpus: tuple[Figures, list[tuple[Case, str, str | None]]]) -> None:
+    figures, outcomes = corpus
+    false = [
+        (c.kind, c.text, c.status)
+        for c, predicted, _ in outcomes
+        if predicted == "dropped" != c.status
+    ]
+    assert figures.false("dropped") == 0, false
+
+
+def test_every_citation_gets_its_true_status(
+    corpus: tuple[Figures, list[tuple[Case, str, str | None]]],
+) -> None:
+    _, outcomes = corpus
+    wrong = [(c.kind, c.text, c.status, p) for c, p, _ in outcomes if p != c.status]
+    assert not wrong
+
+
 def test_the_corpus_covers_every_situation_and_status(
     corpus: tuple[Figures, list[tuple[Case, str, str | None]]],
 ) -> None:
@@ -51,6 +70,12 @@ def test_the_corpus_covers_every_situation_and_status(
         "whole file, prose", "wrong entity nearby", "wrong file", "missing file",
         "past EOF, found", "past EOF, nowhere", "operator alone", "deep inside a long class",
         "secondary identifier", "prose, unrelated line",
+        "returns, right line", "returns, wrong line", "returns, at the def line",
+        "raises, right line", "raises, wrong line", "raises, wrong line, none near",
+        "yields, right line", "yields, wrong line", "assigns, right line", "assigns, wrong line",
+        "starts, body line", "starts, def line",
+        "behaviour words, shown", "behaviour words, not shown", "test asserts the opposite",
+        "test asserts no raise", "test asserts equality", "named case",
     ):  # fmt: skip
         assert figures.kinds.get(kind, 0) >= 5, (kind, figures.kinds)
     drifts = [c for c, _, _ in outcomes if c.kind.startswith(("drift", "range drift"))]
@@ -71,6 +96,43 @@ def test_every_correction_points_where_the_label_says(
     assert figures.wrong_target == 0
 
 
+def test_the_verb_cases_come_from_libraries_not_already_cited(
+    corpus: tuple[Figures, list[tuple[Case, str, str | None]]],
+) -> None:
+    _, outcomes = corpus
+    verb_kinds = ("returns", "raises", "yields", "starts", "behaviour", "test ", "named")
+    files = {
+        c.text.split(" ", 2)[1].split(":", 1)[0]
+        for c, _, _ in outcomes
+        if c.kind.startswith(verb_kinds)
+    }
+    assert files == {
+        "lib/lrucache.py", "lib/lrucache_tests.py", "lib/naturaltime.py", "lib/textutils.py",
+        "lib/versionspec.py",
+    }  # fmt: skip
+    assert len([c for c, _, _ in outcomes if c.kind.startswith(verb_kinds)]) >= 300
+
+
+def test_fixing_converges_on_the_corpus(tmp_path: Path) -> None:
+    """After --vgate-fix a second check finds nothing to fix, and every fixed citation is
+    verified: a correction is never one that the next run corrects again."""
+    from pytest_vgate.citations import CitationChecker, fix_documents, parse_citations
+
+    answer, _, _ = build_corpus(tmp_path)
+    first = CitationChecker(tmp_path).check_all(parse_citations(answer))
+    corrected = {r.citation.line for r in first if r.status.value == "corrected"}
+    assert len(corrected) >= 300
+    assert fix_documents(first) == {answer: len(corrected)}
+    second = CitationChecker(tmp_path).check_all(parse_citations(answer))
+    by_line = {r.citation.line: r for r in second}
+    again = [(r.citation.raw, r.reason) for r in second if r.status.value == "corrected"]
+    assert again == []
+    assert all(by_line[line].status.value == "verified" for line in corrected)
+    unchanged = {r.citation.line: r.status for r in first if r.citation.line not in corrected}
+    assert all(by_line[line].status is status for line, status in unchanged.items())
+    assert fix_documents(second) == {}
+
+
 def test_docs_table_is_the_measured_one(
     corpus: tuple[Figures, list[tuple[Case, str, str | None]]],
 ) -> None:
@@ -88,8 +150,6 @@ def test_docs_table_is_the_measured_one(
 
 
 def test_the_corpus_is_deterministic(tmp_path: Path) -> None:
-    from helpers.citation_corpus import build_corpus
-
     first = build_corpus(tmp_path / "a")
     second = build_corpus(tmp_path / "b")
     assert first[1] == second[1] and first[2] == second[2]

@@ -116,22 +116,24 @@ def test_summary_block_counts_and_lists_fabrications(repo: CitationRepo) -> None
     ]
     block = summary_block(results, repo.root)
     lines = block.split("\n")
-    assert lines[:5] == [
+    assert lines[:6] == [
         "VERIFICATION GATE RESULT:",
         f"- Total citations: {len(statuses)}",
         f"- Verified at original location: {statuses.count('verified')}",
         f"- Corrected (line drift): {statuses.count('corrected')}",
         "- Dropped (file/line/content not found): "
         f"{statuses.count('dropped') + statuses.count('fabricated')}",
+        "- Unsupported (description not shown by the cited lines): "
+        f"{statuses.count('unsupported')}",
     ]
-    assert len(lines) == 6
-    assert lines[5].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
-    entries = lines[5].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
+    assert len(lines) == 7
+    assert lines[6].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
+    entries = lines[6].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
     assert len(entries) == len(caught) == 4
     for entry, (name, case) in zip(entries, caught, strict=True):
         line = name.split(":")[1]
         assert entry.startswith(f"docs/answer.md:{line} {case.location} (")
-    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[5]
+    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[6]
 
 
 def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
@@ -142,7 +144,7 @@ def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
     assert block == (
         "VERIFICATION GATE RESULT:\n- Total citations: 2\n- Verified at original location: 1\n"
         "- Corrected (line drift): 0\n- Dropped (file/line/content not found): 1\n"
-        "- FABRICATIONS CAUGHT: N"
+        "- Unsupported (description not shown by the cited lines): 0\n- FABRICATIONS CAUGHT: N"
     )
 
 
@@ -666,7 +668,7 @@ def test_a_long_class_is_no_match_deep_inside_its_body(tmp_path: Path) -> None:
     body = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(170))
     src = "class Secondary:\n" + body
     deep = 1 + 3 * 150 + 2  # inside method_150
-    r = _one(tmp_path, src, f"m.py:{deep} — `Secondary` keeps the state")
+    r = _one(tmp_path, src, f"m.py:{deep} — `Secondary` here")
     assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:1"), r.reason
     assert _one(tmp_path, src, f"m.py:{deep} — `method_150`").status is CitationStatus.VERIFIED
     assert _one(tmp_path, src, "m.py:1 — `Secondary`").status is CitationStatus.VERIFIED
@@ -678,7 +680,7 @@ def test_a_long_class_is_no_match_deep_inside_its_body(tmp_path: Path) -> None:
 def test_a_drifted_range_that_merely_mentions_the_name_is_not_verified(tmp_path: Path) -> None:
     src = "def target_fn():\n    return 1\n" + "# filler\n" * 30
     src += "def other():\n" + "    x = 1\n" * 10 + "    target_fn()\n" + "    y = 2\n" * 10
-    r = _one(tmp_path, src, "m.py:33-54 — `target_fn` returns one")
+    r = _one(tmp_path, src, "m.py:33-54 — `target_fn` is called")
     assert r.status is not CitationStatus.VERIFIED
     assert (r.status, r.corrected_to) == (CitationStatus.CORRECTED, "m.py:44"), r.reason
 
@@ -875,3 +877,159 @@ def test_c_comment_blocks_are_comments_and_preprocessor_lines_are_code(tmp_path:
     for citation, expected in cases.items():
         r = _one(tmp_path, src, citation, name="z.h")
         assert (r.status.value, r.corrected_to) == expected, (citation, r.reason)
+
+
+# --- what the line does -------------------------------------------------------------------
+
+CACHE_SRC = '''\
+def cached(cache, key=None):
+    """Wrap a function with a memoizing callable."""
+    if cache is None:
+        raise TypeError("cache must not be None")
+
+    def decorator(func):
+        return func
+
+    return decorator
+
+
+def fetch(url, retries=3):
+    for attempt in range(retries):
+        try:
+            return url
+        except OSError:
+            sleep(2**attempt)
+    raise TimeoutError(url)
+'''
+
+
+@pytest.mark.parametrize(
+    ("citation", "expected"),
+    [
+        # "returns" where the line raises: no returning line of `cached` says the rest
+        ("m.py:4 — `cached` returns the function when the cache is None", ("dropped", None)),
+        # ... a bare "returns": the nearest line of `cached` that returns
+        ("m.py:4 — `cached` returns here", ("corrected", "m.py:9")),
+        ("m.py:9 — `cached` returns the decorator", ("verified", None)),
+        ("m.py:15 — `fetch` raises here", ("corrected", "m.py:18")),
+        ("m.py:18 — `fetch` raises `TimeoutError`", ("verified", None)),
+        ("m.py:12 — `fetch` returns", ("verified", None)),  # the def line: its body returns
+        ("m.py:17 — `fetch` yields here", ("dropped", None)),
+        # where it starts
+        ("m.py:17 — `fetch` is defined here", ("corrected", "m.py:12")),
+        ("m.py:17 — `fetch` starts here", ("corrected", "m.py:12")),
+        ("m.py:13 — the signature of `fetch`", ("corrected", "m.py:12")),
+        ("m.py:12 — the signature of `fetch`", ("verified", None)),
+        ("m.py:17 — `fetch` sleeps between attempts", ("verified", None)),
+        # behaviour words the lines never show
+        ("m.py:15 — `url` is validated against the allow-list here", ("unsupported", None)),
+        ("m.py:15 — `url` is returned unchanged here", ("verified", None)),  # it is
+        ("m.py:17 — `fetch` is throttled by the quota broker", ("unsupported", None)),
+    ],
+)
+def test_the_description_s_verbs_starts_and_words(
+    tmp_path: Path, citation: str, expected: tuple[str, str | None]
+) -> None:
+    r = _one(tmp_path, CACHE_SRC, citation)
+    assert (r.status.value, r.corrected_to) == expected, r.reason
+
+
+def test_a_contradiction_says_what_the_line_does(tmp_path: Path) -> None:
+    r = _one(tmp_path, CACHE_SRC, "m.py:4 — `cached` returns the function when the cache is None")
+    assert r.reason.startswith("the description says returns; line 4 raises TypeError"), r.reason
+    assert not r.ok
+
+
+TEST_SRC = """\
+import pytest
+
+
+def test_iterating_is_safe():
+    items = [1, 2]
+    for x in list(items):
+        items.append(x)
+    assert items == [1, 2, 1, 2]
+
+
+def test_bad_step():
+    value = 0
+    with pytest.raises(ValueError):
+        check(value)
+"""
+
+
+@pytest.mark.parametrize(
+    ("citation", "expected"),
+    [
+        ("t.py:4 — `test_iterating_is_safe` checks that iterating raises `RuntimeError`",
+         ("dropped", None)),
+        ("t.py:4 — `test_iterating_is_safe` checks that iterating does not raise",
+         ("verified", None)),
+        ("t.py:4 — `test_iterating_is_safe` asserts equality", ("verified", None)),
+        ("t.py:11 — `test_bad_step` checks that a bad step raises `ValueError`",
+         ("verified", None)),
+        ("t.py:11 — `test_bad_step` checks that a bad step does not raise", ("dropped", None)),
+        ("t.py:12 — `test_bad_step` checks that a bad step raises `ValueError`",
+         ("corrected", "t.py:13")),
+    ],
+)  # fmt: skip
+def test_what_a_test_asserts(
+    tmp_path: Path, citation: str, expected: tuple[str, str | None]
+) -> None:
+    r = _one(tmp_path, TEST_SRC, citation, name="t.py")
+    assert (r.status.value, r.corrected_to) == expected, r.reason
+
+
+def test_a_property_is_one_entity_at_its_getter(tmp_path: Path) -> None:
+    src = "class Spec:\n" + "    x = 1\n" * 30  # the citation is further than the window
+    src += "    @property\n    def prereleases(self):\n        return self._pre\n\n"
+    src += "    @prereleases.setter\n    def prereleases(self, value):\n        self._pre = value\n"
+    r = _one(tmp_path, src, "m.py:2 — `Spec.prereleases` is the property")
+    assert (r.status.value, r.corrected_to) == ("corrected", "m.py:33"), r.reason
+    assert _one(tmp_path, src, "m.py:38 — `prereleases` setter").status is CitationStatus.VERIFIED
+
+
+def test_a_call_through_an_alias_is_the_aliased_name_at_the_call(tmp_path: Path) -> None:
+    src = "from .i18n import _pgettext_noop as PS_\n" + "x = 1\n" * 5
+    src += 'SUFFIXES = (\n    PS_("0", "th"),\n    PS_("1", "st"),\n)\n'
+    r = _one(tmp_path, src, "m.py:8 — calls `_pgettext_noop` for the suffix")
+    assert (r.status.value, r.corrected_to) == ("verified", None), r.reason
+    src2 = "def _pgettext_noop(c, m):\n    return m\n\nPS_ = _pgettext_noop\n\nx = PS_('a', 'b')\n"
+    r = _one(tmp_path, src2, "m.py:6 — calls `_pgettext_noop`")
+    assert (r.status.value, r.corrected_to) == ("verified", None), r.reason
+    # at the import, nothing is called: the call site is where it is
+    r = _one(tmp_path, src, "m.py:1 — calls `_pgettext_noop`")
+    assert (r.status.value, r.corrected_to) == ("corrected", "m.py:8"), r.reason
+
+
+def test_a_correction_is_never_to_the_cited_line_itself(tmp_path: Path) -> None:
+    src = "\n" * 1332 + "def ellipsize(text, max_len=160):\n    return text[:max_len]\n"
+    doc = tmp_path / "a.md"
+    for citation in ("m.py:1502 — `ellipsize`", "m.py:1502 — `ellipsize` is defined here"):
+        (tmp_path / "m.py").write_text(src)
+        doc.write_text(citation + "\n")
+        (first,) = check_document(tmp_path, doc)
+        assert (first.status.value, first.corrected_to) == ("corrected", "m.py:1333")
+        fix_documents([first])
+        (second,) = check_document(tmp_path, doc)
+        assert second.status is CitationStatus.VERIFIED, second.reason
+
+
+def test_the_block_says_when_citations_place_one_entity_in_two_definitions(
+    tmp_path: Path,
+) -> None:
+    src = "class A:\n    def fetch(self):\n        return 1\n\n\n"
+    src += "class B:\n    def fetch(self):\n        return 2\n"
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "a.md").write_text("- m.py:3 — `fetch` returns\n")
+    (tmp_path / "b.md").write_text("- m.py:8 — `fetch` returns\n- m.py:7 — `fetch`\n")
+    results = [r for doc in ("a.md", "b.md") for r in check_document(tmp_path, tmp_path / doc)]
+    assert [r.status for r in results] == [CitationStatus.VERIFIED] * 3
+    block = summary_block(results, tmp_path).splitlines()
+    assert block[6] == (
+        "- Inconsistent (one entity, lines that cannot both hold): 1 — `fetch` at m.py:2 "
+        "(a.md:1) and m.py:7 (b.md:1, b.md:2)"
+    )
+    assert block[7] == "- FABRICATIONS CAUGHT: N"
+    alone = summary_block(results[1:], tmp_path)
+    assert "Inconsistent" not in alone

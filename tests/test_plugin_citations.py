@@ -17,7 +17,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from helpers.citation_repo import CORRECTED, DROPPED, FABRICATED, VERIFIED, Case, CitationRepo
+from helpers.citation_repo import (
+    CORRECTED,
+    DROPPED,
+    FABRICATED,
+    UNSUPPORTED,
+    VERIFIED,
+    Case,
+    CitationRepo,
+)
 from helpers.citation_repo import make_citation_repo as _make_repo
 from helpers.report import read_report
 
@@ -66,6 +74,7 @@ def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]
         f"- Verified at original location: {count[VERIFIED]}",
         f"- Corrected (line drift): {count[CORRECTED]}",
         f"- Dropped (file/line/content not found): {count[DROPPED] + count[FABRICATED]}",
+        f"- Unsupported (description not shown by the cited lines): {count[UNSUPPORTED]}",
         "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
     ]
 
@@ -438,6 +447,7 @@ def test_a_document_without_citations_prints_the_block_with_zeros(
             "- Verified at original location: 0",
             "- Corrected (line drift): 0",
             "- Dropped (file/line/content not found): 0",
+            "- Unsupported (description not shown by the cited lines): 0",
             "- FABRICATIONS CAUGHT: N",
         ],
     )
@@ -609,3 +619,41 @@ def test_fix_refuses_a_path_with_a_space_and_says_so(
         assert doc.read_bytes() == written, result.stdout.str()
         assert "vgate warning: --vgate-fix refused: " in result.stdout.str()
         assert "'my docs/tool.py' cannot be written as a citation" in result.stdout.str()
+
+
+def test_fix_then_a_plain_run_passes_every_fixed_corpus_citation(
+    pytester: pytest.Pytester, run_vgate: RunVgate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The labelled corpus of what lines do, in a real session: each status as labelled
+    (``unsupported`` on its own line of the block), then --vgate-fix, then a plain run in
+    which every fixed citation passes and nothing is left to fix."""
+    from helpers.citation_corpus import SEED
+    from helpers.verb_corpus import verb_rows
+
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    rows, _ = verb_rows(pytester.path, SEED)
+    lines = ["# What the lines do", ""] + [text for _, text, _, _ in rows]
+    (pytester.path / "answer.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    labels = {f"L{n}:{text.split(' ', 2)[1]}": row for n, (row, text) in enumerate(
+        ((row, row[1]) for row in rows), start=3)}  # fmt: skip
+    result, cases = run_vgate("--vgate-cite", "answer.md", "--vgate-fix")
+    assert len(cases) == len(rows) >= 300
+    counts = Counter(status for _, _, status, _ in rows)
+    assert f"citations rewritten by --vgate-fix: {counts[CORRECTED]}" in result.stdout.lines
+    unsupported = f"- Unsupported (description not shown by the cited lines): {counts[UNSUPPORTED]}"
+    assert unsupported in result.stdout.lines
+    assert counts[UNSUPPORTED] >= 30
+    fixed_names = []
+    for name, (kind, text, status, to) in labels.items():
+        if status == CORRECTED:
+            line = name.split(":", 1)[0]
+            fixed_names.append(f"{line}:{to}")
+            continue
+        assert cases[name]["vgate_citation"] == status, (kind, text, cases[name])
+    again, cases = run_vgate("--vgate-cite", "answer.md")
+    assert "citations rewritten by --vgate-fix" not in again.stdout.str()
+    for name in fixed_names:
+        assert (cases[name]["outcome"], cases[name]["vgate_citation"]) == ("passed", VERIFIED)
+    passed = sum(1 for case in cases.values() if case["outcome"] == "passed")
+    assert passed == counts[VERIFIED] + counts[CORRECTED]
+    assert "- Corrected (line drift): 0" in again.stdout.lines

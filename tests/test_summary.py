@@ -170,6 +170,7 @@ def test_citation_result_is_the_design_block_with_fabrications() -> None:
         "- Verified at original location: 1",
         "- Corrected (line drift): 0",
         "- Dropped (file/line/content not found): 1",
+        "- Unsupported (description not shown by the cited lines): 0",
         "- FABRICATIONS CAUGHT: Y — a.md:2 src/a.py:2 (file not found in the root)",
     ]
     assert summary.citation_result(given()) == []
@@ -249,6 +250,7 @@ VERIFICATION GATE RESULT:
 - Verified at original location: 1
 - Corrected (line drift): 0
 - Dropped (file/line/content not found): 1
+- Unsupported (description not shown by the cited lines): 0
 - FABRICATIONS CAUGHT: Y — a.md:2 src/a.py:2 (file not found in the root)
 """
 

@@ -167,6 +167,7 @@ def python_index(text: str) -> PyIndex | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     index = PyIndex()
+    aliases = python_aliases(tree)
     stack: list[tuple[ast.AST, str]] = [(tree, "")]
     while stack:
         node, prefix = stack.pop()
@@ -195,6 +196,8 @@ def python_index(text: str) -> PyIndex | None:
                 index.add(index.names, name.rsplit(".", 1)[-1], span)
                 if "." in name:
                     index.add(index.dotted, name, span)
+                elif name in aliases:  # ``PS_("x")`` calls the ``_pgettext_noop`` it names
+                    index.add(index.names, aliases[name], span)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             span = Span("assign", *_lines(node))
@@ -240,6 +243,23 @@ def python_index(text: str) -> PyIndex | None:
             stack.append((child, child_prefix))
     index.defs.sort(key=lambda d: d.start)
     return index
+
+
+def python_aliases(tree: ast.AST) -> dict[str, str]:
+    """Names that stand for another: ``from x import y as z`` and ``z = y`` (or ``= x.y``)
+    make ``z`` an alias of ``y``."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname and alias.asname != alias.name and alias.name != "*":
+                    out[alias.asname] = alias.name
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            chain = _chain(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+            if isinstance(target, ast.Name) and chain and chain.rsplit(".", 1)[-1] != target.id:
+                out[target.id] = chain.rsplit(".", 1)[-1]
+    return out
 
 
 def python_spans(index: PyIndex, entity: str, stem: str) -> list[Span]:

@@ -7,7 +7,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_vgate.citations.anchor import strong
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
+from pytest_vgate.citations.judge import judge
 from pytest_vgate.citations.locate import Located, locate
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
@@ -99,6 +101,7 @@ class CitationChecker:
         if sf.state is not FileState.OK:
             return self._unreadable(c, sf, moved)
         loc: Located = locate(sf, c.start_line, c.end_line, c.entities, c.description)
+        loc = judge(sf, c, loc)
         status, reason = loc.status, loc.reason
         start, end = loc.start, loc.end
         if moved:
@@ -106,6 +109,9 @@ class CitationChecker:
             if status is VERIFIED:
                 status, start, end = CORRECTED, c.start_line, c.end_line
         corrected = start is not None and end is not None and status is CORRECTED
+        subject = next((e for e in c.entities if strong(e)), None)
+        at = start if corrected else c.start_line
+        home = _definition(sf, subject, at) if subject and status in (VERIFIED, CORRECTED) else None
         return CitationResult(
             c,
             status,
@@ -117,6 +123,8 @@ class CitationChecker:
             beyond_end=loc.beyond_end,
             resolved=None if moved else rel,
             file_lines=sf.line_count,
+            entity=subject,
+            defined_at=f"{rel}:{home}" if home is not None else None,
         )
 
     def _holds(self, rel: str, entities: tuple[str, ...]) -> int | None:
@@ -183,6 +191,18 @@ class CitationChecker:
             corrected_to=_spot(result.resolved, c.start_line, c.end_line),
             corrected_text=result.cited_text,
         )
+
+
+def _definition(sf: SourceFile, entity: str, line: int | None) -> int | None:
+    """The ``def``/``class`` line of the innermost definition of ``entity`` holding ``line``."""
+    if line is None:
+        return None
+    hits = sf.hits(entity)
+    around = [(s, e) for s, e in hits.spans if s <= line <= e]
+    if not around:
+        return None
+    first = max(around)[0]
+    return min((h for h in hits.defs if h >= first), default=None)
 
 
 def _clipped(line: str | None) -> str | None:

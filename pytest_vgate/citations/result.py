@@ -34,6 +34,8 @@ class CitationResult(Jsonable):
     outside_root: bool = False
     resolved: str | None = None  # root-relative file the path as written led to
     file_lines: int | None = None  # line count of the file that was judged
+    entity: str | None = None  # the description's subject, when it names code
+    defined_at: str | None = None  # ``path:line`` of the subject's definition the lines hold
 
     @property
     def ok(self) -> bool:
@@ -61,11 +63,34 @@ def _fabrication_entry(result: CitationResult, root: Path | None) -> str:
     return f"{c.source(root)} {c.location} ({why})"
 
 
+def inconsistencies(results: Iterable[CitationResult], root: Path | None = None) -> list[str]:
+    """One entry per entity that the citations place in different definitions of it: the
+    same name cannot be both ("`fetch` at src/app.py:4 (docs/a.md:3) and src/app.py:40
+    (docs/b.md:7)"). Only citations that verify or correct are compared."""
+    places: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for r in results:
+        if r.entity is None or r.defined_at is None:
+            continue
+        if r.status not in (CitationStatus.VERIFIED, CitationStatus.CORRECTED):
+            continue
+        path = r.defined_at.rpartition(":")[0]
+        where = places.setdefault((path, r.entity), {})
+        where.setdefault(r.defined_at, []).append(r.citation.source(root))
+    out = []
+    for (_path, entity), where in places.items():
+        if len(where) > 1:
+            said = " and ".join(f"{spot} ({', '.join(src)})" for spot, src in where.items())
+            out.append(f"`{entity}` at {said}")
+    return out
+
+
 def summary_block(results: Iterable[CitationResult], root: Path | None = None) -> str:
     """The DESIGN.md block; fabricated citations count as dropped.
 
-    FABRICATIONS CAUGHT is ``N`` or ``Y — `` followed by ``document:line path:line (why)``
-    entries joined by ``; ``, in the order given. ``root`` shortens document paths.
+    An ``Inconsistent`` line, only when there is something to say, names each entity
+    cited in different definitions of it. FABRICATIONS CAUGHT is ``N`` or ``Y — ``
+    followed by ``document:line path:line (why)`` entries joined by ``; ``, in the order
+    given. ``root`` shortens document paths.
     """
     items = list(results)
     count = dict.fromkeys(CitationStatus, 0)
@@ -73,6 +98,7 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
         count[r.status] += 1
     caught = [_fabrication_entry(r, root) for r in items if r.fabrication]
     dropped = count[CitationStatus.DROPPED] + count[CitationStatus.FABRICATED]
+    clash = inconsistencies(items, root)
     return "\n".join(
         [
             "VERIFICATION GATE RESULT:",
@@ -80,6 +106,16 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
             f"- Verified at original location: {count[CitationStatus.VERIFIED]}",
             f"- Corrected (line drift): {count[CitationStatus.CORRECTED]}",
             f"- Dropped (file/line/content not found): {dropped}",
+            "- Unsupported (description not shown by the cited lines): "
+            f"{count[CitationStatus.UNSUPPORTED]}",
+            *(
+                [
+                    f"- Inconsistent (one entity, lines that cannot both hold): {len(clash)} — "
+                    + "; ".join(clash)
+                ]
+                if clash
+                else []
+            ),
             "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
         ]
     )

@@ -30,6 +30,7 @@ from pytest_vgate.citations.anchor import (
     whole_file,
 )
 from pytest_vgate.citations.entities import is_dotted, is_identifier
+from pytest_vgate.citations.syntax import Facts, python_facts
 from pytest_vgate.strenum import StrEnum
 
 _DEF_WORDS = (
@@ -113,6 +114,8 @@ class SourceFile:
     _index: PyIndex | None = None
     _indexed: bool = False
     _comments: set[int] | None = None  # C-like files: comment-only lines
+    _facts: Facts | None = None
+    _facts_read: bool = False
 
     @property
     def line_count(self) -> int:
@@ -147,6 +150,13 @@ class SourceFile:
             self._indexed = True
             self._index = python_index(self.text) if self.is_python else None
         return self._index
+
+    def facts(self) -> Facts | None:
+        """What each line does by its AST (None for other files and unparseable ones)."""
+        if not self._facts_read:
+            self._facts_read = True
+            self._facts = python_facts(self.text) if self.is_python else None
+        return self._facts
 
     def code_line(self, number: int) -> bool:
         """Not blank, not comment-only, not a docstring line: a line that holds code."""
@@ -276,6 +286,18 @@ def _names(d: _PyDef, entity: str, stem: str) -> bool:
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
+def _accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``@name.setter`` / ``.deleter`` / ``.getter`` on ``def name``: one entity with the
+    property it extends."""
+    return any(
+        isinstance(d, ast.Attribute)
+        and d.attr in ("setter", "deleter", "getter")
+        and isinstance(d.value, ast.Name)
+        and d.value.id == node.name
+        for d in node.decorator_list
+    )
+
+
 def _python_defs(text: str) -> list[_PyDef]:
     """Definitions with spans; line numbers agree with ``\\n`` counting (lone CRs blanked)."""
     try:
@@ -288,6 +310,8 @@ def _python_defs(text: str) -> list[_PyDef]:
     while stack:
         body, prefix, top = stack.pop()
         for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _accessor(node):
+                continue  # a property's setter or deleter: the getter is the entity
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 qual = f"{prefix}{node.name}"
                 first = min([d.lineno for d in node.decorator_list] + [node.lineno])

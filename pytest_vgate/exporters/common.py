@@ -19,7 +19,12 @@ from pytest_vgate.payload import PayloadKind
 from pytest_vgate.report import gate_state
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
-CITATION_ORDER = (CitationStatus.FABRICATED, CitationStatus.DROPPED, CitationStatus.CORRECTED)
+CITATION_ORDER = (
+    CitationStatus.FABRICATED,
+    CitationStatus.DROPPED,
+    CitationStatus.UNSUPPORTED,
+    CitationStatus.CORRECTED,
+)
 MESSAGE_LIMIT = 2000  # characters of a finding's message (the mark included)
 DETAIL_LIMIT = 300  # characters of its one-line detail (the mark included)
 

@@ -40,6 +40,7 @@ CITATION_RULES = {
     CitationStatus.FABRICATED.value: "the cited file or line does not exist",
     CitationStatus.DROPPED.value: "the cited code was not found where cited, nor elsewhere",
     CitationStatus.CORRECTED.value: "the cited code moved: the line number drifted",
+    CitationStatus.UNSUPPORTED.value: "the cited lines do not show what the description says",
 }
 
 

@@ -1,8 +1,9 @@
 """A labelled corpus of citations over real code that ships on this machine.
 
 ``build_corpus(root)`` copies a fixed list of installed source files (pytest, pluggy and
-the standard library) under ``root``, writes ``root/answer.md`` with one citation per
-line, and returns the cases with their true labels. The generator is deterministic
+the standard library) and the sources of ``tests/data/citation_corpus`` (what lines
+do: ``helpers/verb_corpus.py``) under ``root``, writes ``root/answer.md`` with one
+citation per line, and returns the cases with their true labels. The generator is deterministic
 (``SEED``): it reads each file with its own ``ast`` walk and plain text searches, and
 chooses only situations whose true outcome it can state independently of the checker
 (unique definitions, no other mention of the name nearby, and so on).
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SEED = 13
-STATUSES = ("verified", "corrected", "dropped", "fabricated")
+STATUSES = ("verified", "corrected", "dropped", "fabricated", "unsupported")
 TABLE_START = "<!-- corpus-table:start -->"
 TABLE_END = "<!-- corpus-table:end -->"
 DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "citations.md"
@@ -197,6 +198,7 @@ class SourceInfo:
         self.defs: list[Def] = []
         self.assigned: Counter[str] = Counter()
         self.calls: list[tuple[str, int]] = []  # (name, line) of one-line calls
+        self.call_lines: set[int] = set()  # lines where any call starts
         stack: list[tuple[ast.AST, str]] = [(tree, "")]
         while stack:
             node, prefix = stack.pop()
@@ -220,7 +222,9 @@ class SourceInfo:
                 for t in targets:
                     if isinstance(t, ast.Name):
                         self.assigned[t.id] += 1
-            elif isinstance(node, ast.Call) and node.lineno == node.end_lineno:
+            if isinstance(node, ast.Call):
+                self.call_lines.add(node.lineno)
+            if isinstance(node, ast.Call) and node.lineno == node.end_lineno:
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
                 if isinstance(name, str):
@@ -456,6 +460,7 @@ def _generate(
                 for d in uniq
                 if d.name != name
                 and not d.first <= ln <= d.end
+                and any(d.first <= k <= d.end for k in f.call_lines)  # "calls": it does
                 and not _mentions(f.line(ln), d.name)
                 and (abs(d.head - ln) <= 20 or f.window_clear(d.name, ln))
             ]
@@ -528,6 +533,12 @@ def build_corpus(root: Path, seed: int = SEED) -> tuple[Path, list[Case], str]:
             shutil.copyfile(header, root / rel)
             digest.update(rel.encode() + b"\0" + data)
             rows += _c_rows(rel, data.decode("utf-8", "replace"), rng)
+    from helpers.verb_corpus import verb_rows
+
+    verbs, verb_files = verb_rows(root, seed)
+    for rel, data in verb_files:
+        digest.update(rel.encode() + b"\0" + data)
+    rows += verbs
     lines = ["# A labelled corpus of citations", ""]
     cases: list[Case] = []
     for kind, text, status, to in rows:
@@ -616,6 +627,16 @@ def render_table(figures: Figures) -> str:
         )
     rows += [
         "",
+        "Confusion (rows: the true label; columns: the status given):",
+        "",
+        "| true \\ given | " + " | ".join(f"`{s}`" for s in STATUSES) + " |",
+        "|---|" + "---|" * len(STATUSES),
+    ]
+    for true in STATUSES:
+        cells = [str(figures.confusion.get((true, given), 0)) for given in STATUSES]
+        rows.append(f"| `{true}` | " + " | ".join(cells) + " |")
+    rows += [
+        "",
         "Situations: " + ", ".join(f"{kind} ({n})" for kind, n in figures.kinds.items()) + ".",
         TABLE_END,
     ]
@@ -641,6 +662,7 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     with tempfile.TemporaryDirectory() as tmp:
         figures, outcomes = measure(Path(tmp))
     for case, predicted, to in outcomes:

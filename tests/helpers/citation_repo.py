@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 VERIFIED, CORRECTED, DROPPED, FABRICATED = "verified", "corrected", "dropped", "fabricated"
+UNSUPPORTED = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ def make_citation_repo(tmp_path: Path, *, git: bool = False) -> CitationRepo:
             f"{app}:{lb}", f"{app}:999", f"{app}:{lb}", beyond=True)
     drifted("unique basename", "- {} — `unique_helper` lives elsewhere", f"lib/helpers.py:{h}",
             f"src/util/helpers.py:{h}", f"lib/helpers.py:{h}", f"src/util/helpers.py:{h}")
-    drifted("three candidates, one holder", "- {} — `load_settings` reads it", "conf/config.py:4",
+    drifted("three candidates, one holder", "- {} — `load_settings` loads them", "conf/config.py:4",
             "src/b/config.py:4", "conf/config.py:4", "src/b/config.py:4")
     drifted("link text disagrees", "- {} — `exact_target` link text is wrong",
             f"[{app}:{e + 1}]({app}#L{e})", f"[{app}:{e}]({app}#L{e})", f"{app}:{e}", f"{app}:{e}")
