@@ -353,9 +353,10 @@ def _diff(gate: Mapping[str, Any]) -> str:
     placed: set[int] = set()
     parts = [
         "<h4>the change</h4>",
-        '<p class="legend"><span class="mark red ran">R</span> the red run (base) executed the '
-        'line, <span class="mark green ran">G</span> the green run (now) executed it; dotted: '
-        "it did not. Yellow rows: mutants of the line that the check did not kill.</p>",
+        '<p class="legend"><span class="mark red ran">R</span> the red run (on the base) '
+        'executed this removed or changed line, <span class="mark green ran">G</span> the green '
+        "run (now) executed this added or changed line; dotted: it did not. Yellow rows: "
+        "mutants of the line that the check did not kill.</p>",
     ]
     for f in files:
         path = str(f.get("path"))
@@ -375,8 +376,11 @@ def _diff(gate: Mapping[str, Any]) -> str:
                 op = str(line.get("op"))
                 base_no, head_no = line.get("base"), line.get("head")
                 kind = {"+": "add", "-": "del"}.get(op, "ctx")
-                marks = _mark("red", base_no, red_lines, red_measured) + _mark(
-                    "green", head_no, green_lines, green_measured
+                # The coverage maps hold changed lines only: a context line is unmarked.
+                red_no = base_no if op == "-" else None
+                green_no = head_no if op == "+" else None
+                marks = _mark("red", red_no, red_lines, red_measured) + _mark(
+                    "green", green_no, green_lines, green_measured
                 )
                 rows.append(
                     f'<tr class="line op-{kind}" data-path="{esc(path)}" '
