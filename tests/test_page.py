@@ -201,7 +201,6 @@ def test_the_page_in_a_real_browser(
     assert errors == []
     assert set(requests) == {path.as_uri()}, requests  # still none, after every click
 
-
     shot = SCREENSHOT if os.environ.get("VGATE_UPDATE_SCREENSHOT") else tmp_path / "report.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     page.reload()  # as first opened: failing gates first, nothing filtered
@@ -395,3 +394,41 @@ def test_an_unwritable_page_is_a_warning_never_a_verdict(
     assert result.ret == 0, result.stdout.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*vgate warning: the pytest_vgate_report hook of 'vgate-html'*"])
+
+
+# -- the diff the report carries -------------------------------------------------------
+
+
+def test_file_diff_numbers_each_side_and_says_added_and_deleted() -> None:
+    from pytest_vgate.exporters.change import file_diff
+
+    base = "".join(f"line {n}\n" for n in range(1, 21))
+    head = base.replace("line 10\n", "line ten\n")
+    diff = file_diff("a.py", base, head)
+    assert diff["status"] == "modified" and diff["cut"] == 0
+    (hunk,) = diff["hunks"]
+    assert (hunk["base_start"], hunk["head_start"]) == (7, 7)  # three lines of context
+    changed = [(d["op"], d["base"], d["head"], d["text"]) for d in hunk["lines"] if d["op"] != " "]
+    assert changed == [("-", 10, None, "line 10"), ("+", None, 10, "line ten")]
+    assert file_diff("new.py", None, "x = 1\n")["status"] == "added"
+    assert file_diff("old.py", "x = 1\n", None)["status"] == "deleted"
+
+
+def test_a_huge_diff_is_cut_and_says_so() -> None:
+    from pytest_vgate.exporters.change import MAX_HUNK_LINES, file_diff
+
+    head = "".join(f"x{n} = {n}\n" for n in range(MAX_HUNK_LINES + 50))
+    diff = file_diff("big.py", None, head)
+    shown = sum(len(h["lines"]) for h in diff["hunks"])
+    assert shown == MAX_HUNK_LINES and diff["cut"] == 50
+
+
+def test_the_diff_reads_nothing_outside_the_repository(tmp_path: Path) -> None:
+    from pytest_vgate.exporters.change import ChangeDiff
+
+    (tmp_path / "secret.py").write_text("token = 1\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    diff = ChangeDiff(repo, "HEAD").file("../secret.py")
+    assert diff["hunks"] == [] and "token" not in json.dumps(diff)
