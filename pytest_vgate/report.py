@@ -67,6 +67,9 @@ GATE_FIELDS = (
     "adjustments",
     "records",  # this run's evidence records: `python -m pytest_vgate merge --ledger`
 )
+# Added to a gate entry by the controller under --vgate-base, while the base worktrees
+# exist (the page reads them): the change's hunks and the "what to do" advice.
+BASE_FIELDS = ("diff", "advice")
 MAX_TARGETS = 5
 
 

@@ -33,6 +33,12 @@ HOSTILE = (
     '<script>window.__vgate_pwned = 1</script></td>"onerror=alert(1) '
     '<img src=x onerror="window.__vgate_pwned = 2">'
 )
+# Calls add only on the base (whose add subtracts): the red run executes the changed line,
+# the green run does not.
+BASE_ONLY = (
+    "import pathlib; from pkg.mathx import add; "
+    "add(1, 1) if 'a - b' in pathlib.Path('pkg/mathx.py').read_text() else None"
+)
 GATES = f"""\
     gates:
       - id: fix-add
@@ -44,6 +50,10 @@ GATES = f"""\
       - id: neg-never-red
         claim: neg negates
         check: python -c "from pkg.mathx import neg; assert neg(2) == -2"
+        tools: [python]
+      - id: base-only
+        claim: runs add only where the bug is
+        check: python -c "{BASE_ONLY}"
         tools: [python]
       - id: hostile-claim
         claim: {json.dumps(HOSTILE)}
@@ -105,7 +115,12 @@ def test_the_page_in_a_real_browser(
     assert code == 1  # neg-never-red fails under the base, the fabricated citation too
     report = read_report(report_path)
     states = {g["id"]: ("passed" if g["ok"] else "failed") for g in report["gates"]}
-    assert states == {"fix-add": "passed", "neg-never-red": "failed", "hostile-claim": "failed"}
+    assert states == {
+        "fix-add": "passed",
+        "neg-never-red": "failed",
+        "base-only": "failed",
+        "hostile-claim": "failed",
+    }
 
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     requests: list[str] = []
@@ -120,7 +135,9 @@ def test_the_page_in_a_real_browser(
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(path.as_uri())
-    page.wait_for_load_state("load")
+    page.wait_for_load_state("networkidle")
+    # Not one request beyond the file itself.
+    assert set(requests) == {path.as_uri()}, requests
 
     # A row per gate, with its status; failing gates first.
     rows = page.locator("#verdicts tbody tr")
@@ -138,6 +155,7 @@ def test_the_page_in_a_real_browser(
     page.click("button[data-filter=failed]")
     visible = [r for r in rows.all() if r.is_visible()]
     assert sorted(r.locator("td").nth(0).inner_text() for r in visible) == [
+        "base-only",
         "hostile-claim",
         "neg-never-red",
     ]
@@ -161,9 +179,16 @@ def test_the_page_in_a_real_browser(
     assert base_line.locator("[data-red]").get_attribute("data-red") == "executed"
     assert head_line.locator("[data-green]").get_attribute("data-green") == "executed"
     assert head_line.inner_text().endswith("return a + b")
-    untouched = proven.locator('tr.line[data-path="pkg/mathx.py"][data-head="5"]')
-    assert untouched.locator("[data-green]").get_attribute("data-green") == "not-executed"
-    assert untouched.locator("[data-red]").get_attribute("data-red") == "not-executed"
+    assert base_line.locator("[data-green]").get_attribute("data-green") == ""  # no such line
+    assert head_line.locator("[data-red]").get_attribute("data-red") == ""
+    unchanged = proven.locator('tr.line[data-path="pkg/mathx.py"][data-head="5"]')
+    assert unchanged.locator("[data-green]").get_attribute("data-green") == ""  # not a change
+    # A gate whose red run executed the change and whose green run did not.
+    one_sided = page.locator("article.gate", has=page.locator("h3", has_text="base-only"))
+    base_line = one_sided.locator('tr.op-del[data-path="pkg/mathx.py"][data-base="2"]')
+    head_line = one_sided.locator('tr.op-add[data-path="pkg/mathx.py"][data-head="2"]')
+    assert base_line.locator("[data-red]").get_attribute("data-red") == "executed"
+    assert head_line.locator("[data-green]").get_attribute("data-green") == "not-executed"
 
     # Hostile text is text: the claim, the check's output, the citation's words.
     hostile = page.locator("article.gate", has=page.locator("h3", has_text="hostile-claim"))
@@ -174,9 +199,7 @@ def test_the_page_in_a_real_browser(
     assert page.locator("img").count() == 0
     assert page.locator("script").count() == 1  # the page's own
     assert errors == []
-
-    # Not one request beyond the file itself.
-    assert set(requests) == {path.as_uri()}, requests
+    assert set(requests) == {path.as_uri()}, requests  # still none, after every click
 
     shot = SCREENSHOT if os.environ.get("VGATE_UPDATE_SCREENSHOT") else tmp_path / "report.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
@@ -207,7 +230,7 @@ def test_merge_writes_the_page_from_shard_reports(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     text = merged.read_text(encoding="utf-8")
     assert 'data-path="pkg/mathx.py" data-base="2"' in text
-    assert text.count('class="gate-row') == 3
+    assert text.count('class="gate-row') == 4
 
 
 class _Tags(html.parser.HTMLParser):
@@ -315,3 +338,97 @@ def test_a_session_without_a_base_writes_the_page(pytester: pytest.Pytester) -> 
     assert text.count('class="gate-row') == 2
     assert "a &lt;/td&gt; claim" in text
     assert all("diff" not in g for g in read_report(pytester.path / "report.json")["gates"])
+
+
+PLAIN_GATES = """\
+gates:
+  - id: ok-gate
+    check: python -c "pass"
+  - id: bad-gate
+    claim: "<b>bold</b> claim"
+    check: python -c "raise SystemExit(2)"
+"""
+
+
+def _pytest_html_rows(path: Path) -> dict[str, list[str]]:
+    """pytest-html 4 keeps its rows as JSON in the page's ``data-jsonblob`` attribute."""
+    import html as markup
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    found = re.search(r'data-jsonblob="([^"]*)"', text)
+    assert found, "not a pytest-html 4 report"
+    data = json.loads(markup.unescape(found[1]))
+    return {nodeid: runs[-1]["resultsTableRow"] for nodeid, runs in data["tests"].items()}
+
+
+def test_pytest_html_gains_the_vgate_columns(run_vgate: Any, pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    pytester.makefile(".yaml", gates=PLAIN_GATES)
+    result, _ = run_vgate("--vgate", "gates.yaml", "--html=report.html", "--self-contained-html")
+    assert result.ret == 1
+    text = (pytester.path / "report.html").read_text(encoding="utf-8")
+    for title in (
+        "vgate mode",
+        "vgate cause",
+        "vgate rbg",
+        "vgate coverage",
+        "vgate discrimination",
+    ):
+        assert f">{title}</th>" in text, title
+    rows = _pytest_html_rows(pytester.path / "report.html")
+    assert '<td class="col-vgate_mode">pass</td>' in rows["gates.yaml::ok-gate"]
+    bad = rows["gates.yaml::bad-gate"]
+    assert '<td class="col-vgate_mode">fail</td>' in bad
+    assert '<td class="col-vgate_cause">product</td>' in bad
+    assert '<td class="col-vgate_rbg">unproven</td>' in bad
+
+
+def test_an_unwritable_page_is_a_warning_never_a_verdict(
+    run_vgate: Any, pytester: pytest.Pytester
+) -> None:
+    """The page is a record: a page that cannot be written leaves the verdicts alone."""
+    pytester.makefile(".yaml", gates='gates:\n  - id: ok-gate\n    check: python -c "pass"\n')
+    (pytester.path / "a-file").write_text("")
+    result, _ = run_vgate("--vgate", "gates.yaml", "--vgate-html", "a-file/page.html")
+    assert result.ret == 0, result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*vgate warning: the pytest_vgate_report hook of 'vgate-html'*"])
+
+
+# -- the diff the report carries -------------------------------------------------------
+
+
+def test_file_diff_numbers_each_side_and_says_added_and_deleted() -> None:
+    from pytest_vgate.exporters.change import file_diff
+
+    base = "".join(f"line {n}\n" for n in range(1, 21))
+    head = base.replace("line 10\n", "line ten\n")
+    diff = file_diff("a.py", base, head)
+    assert diff["status"] == "modified" and diff["cut"] == 0
+    (hunk,) = diff["hunks"]
+    assert (hunk["base_start"], hunk["head_start"]) == (7, 7)  # three lines of context
+    changed = [(d["op"], d["base"], d["head"], d["text"]) for d in hunk["lines"] if d["op"] != " "]
+    assert changed == [("-", 10, None, "line 10"), ("+", None, 10, "line ten")]
+    assert file_diff("new.py", None, "x = 1\n")["status"] == "added"
+    assert file_diff("old.py", "x = 1\n", None)["status"] == "deleted"
+
+
+def test_a_huge_diff_is_cut_and_says_so() -> None:
+    from pytest_vgate.exporters.change import MAX_HUNK_LINES, file_diff
+
+    head = "".join(f"x{n} = {n}\n" for n in range(MAX_HUNK_LINES + 50))
+    diff = file_diff("big.py", None, head)
+    shown = sum(len(h["lines"]) for h in diff["hunks"])
+    assert shown == MAX_HUNK_LINES and diff["cut"] == 50
+
+
+def test_the_diff_reads_nothing_outside_the_repository(tmp_path: Path) -> None:
+    from pytest_vgate.exporters.change import ChangeDiff
+
+    (tmp_path / "secret.py").write_text("token = 1\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    diff = ChangeDiff(repo, "HEAD").file("../secret.py")
+    assert diff["hunks"] == [] and "token" not in json.dumps(diff)

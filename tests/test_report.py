@@ -17,7 +17,13 @@ from pytest_vgate.payload import (
     Payload,
     decode_payload,
 )
-from pytest_vgate.report import GATE_FIELDS, REPORT_VERSION, build_report, check_targets
+from pytest_vgate.report import (
+    BASE_FIELDS,
+    GATE_FIELDS,
+    REPORT_VERSION,
+    build_report,
+    check_targets,
+)
 from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 
@@ -98,7 +104,7 @@ def test_the_schema_describes_every_field_the_report_writes() -> None:
     schema = json.loads(resources.files("pytest_vgate").joinpath("report.schema.json").read_text())
     defs = schema["$defs"]
     gate = defs["gate"]["properties"]
-    assert set(gate) == {*GATE_FIELDS, "kind"}
+    assert set(gate) == {*GATE_FIELDS, *BASE_FIELDS, "kind"}
     written = {f.name for f in fields(CitationPayload)} - {"kind"}
     assert set(defs["citation"]["properties"]) == written
     documents = schema["properties"]["citation_documents"]["items"]["properties"]

@@ -19,6 +19,7 @@ import html
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,90 +31,15 @@ STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
 CONTEXT_LINES = 2  # lines shown around a cited line
 OUTPUT_LIMIT = 4000  # characters of a run's output shown in full (below its decisive lines)
 
-SCRIPT = """
-(function () {
-  var table = document.getElementById("verdicts");
-  var rows = function () { return Array.prototype.slice.call(table.tBodies[0].rows); };
-  var show = function (state) {
-    rows().forEach(function (row) {
-      row.hidden = state !== "all" && row.getAttribute("data-state") !== state;
-    });
-    document.querySelectorAll("article.gate").forEach(function (gate) {
-      gate.hidden = state !== "all" && gate.getAttribute("data-state") !== state;
-    });
-    document.querySelectorAll("[data-filter]").forEach(function (button) {
-      button.setAttribute("aria-pressed", String(button.getAttribute("data-filter") === state));
-    });
-  };
-  document.querySelectorAll("[data-filter]").forEach(function (button) {
-    button.addEventListener("click", function () { show(button.getAttribute("data-filter")); });
-  });
-  var key = function (row, column) {
-    var cell = row.cells[column];
-    var value = cell.getAttribute("data-value");
-    return value !== null ? value : cell.textContent;
-  };
-  table.tHead.querySelectorAll("th").forEach(function (th, column) {
-    th.addEventListener("click", function () {
-      var down = th.getAttribute("aria-sort") !== "ascending";
-      var numeric = th.getAttribute("data-numeric") === "1";
-      var sorted = rows().sort(function (a, b) {
-        var x = key(a, column), y = key(b, column);
-        var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
-        return down ? c : -c;
-      });
-      table.tHead.querySelectorAll("th").forEach(function (other) {
-        other.removeAttribute("aria-sort");
-      });
-      th.setAttribute("aria-sort", down ? "ascending" : "descending");
-      sorted.forEach(function (row) { table.tBodies[0].appendChild(row); });
-    });
-  });
-})();
-"""
 
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 72em;
-  padding: 0 1em; color: #1d1d1f; }
-h1 { font-size: 1.5em; margin: 0 0 .2em; } h2 { margin-top: 2em; }
-code, pre, .diff td { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; }
-table { border-collapse: collapse; }
-#verdicts { width: 100%; } #verdicts th, #verdicts td { padding: .3em .6em;
-  border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
-#verdicts th { cursor: pointer; user-select: none; background: #f4f4f6; }
-#verdicts th[aria-sort=ascending]::after { content: " \\25B2"; }
-#verdicts th[aria-sort=descending]::after { content: " \\25BC"; }
-.state { font-weight: 600; } .failed .state, .state.failed { color: #b3261e; }
-.passed .state, .state.passed { color: #1b7f3b; }
-.skipped .state, .state.skipped { color: #8a6d00; }
-nav.filter { margin: .8em 0; } nav.filter button { margin-right: .4em; padding: .2em .8em;
-  border: 1px solid #bbb; background: #fff; border-radius: 1em; cursor: pointer; }
-nav.filter button[aria-pressed=true] { background: #1d1d1f; color: #fff; }
-article { border: 1px solid #ddd; border-left: 5px solid #1b7f3b; border-radius: 4px;
-  padding: .2em 1em 1em; margin: 1em 0; }
-article[data-state=failed] { border-left-color: #b3261e; }
-article[data-state=skipped] { border-left-color: #c9a300; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
-dt { color: #555; } dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
-.runs { display: flex; gap: 1em; flex-wrap: wrap; }
-.run { flex: 1 1 20em; border: 1px solid #e3e3e3; border-radius: 4px; padding: .3em .8em; }
-.run h4 { margin: .3em 0; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f9; padding: .4em;
-  margin: .3em 0; max-height: 24em; overflow: auto; }
-.diff { width: 100%; margin: .3em 0 1em; border: 1px solid #e3e3e3; }
-.diff td { padding: 0 .4em; white-space: pre-wrap; overflow-wrap: anywhere; vertical-align: top; }
-.diff td.no { color: #888; text-align: right; width: 3em; user-select: none; }
-.diff td.marks { width: 4.5em; white-space: nowrap; }
-.diff tr.op-add { background: #e6ffec; } .diff tr.op-del { background: #ffebe9; }
-.diff tr.hunk td { background: #f1f4fb; color: #555; }
-.mark { display: inline-block; min-width: 1.9em; text-align: center; border-radius: 3px;
-  font-size: 11px; margin-right: 2px; }
-.mark.ran { color: #fff; } .mark.red.ran { background: #b3261e; }
-.mark.green.ran { background: #1b7f3b; } .mark.not-ran { color: #aaa; border: 1px dotted #bbb; }
-tr.mutant td { background: #fff4ce; } tr.mutant.killed td { background: #f1f1f1; color: #555; }
-.legend { color: #555; font-size: 12.5px; }
-.cited { background: #fff4ce; }
-"""
+def _resource(name: str) -> str:
+    return resources.files("pytest_vgate.exporters").joinpath(name).read_text(encoding="utf-8")
+
+
+# The page's own script and style, shipped next to this module. The script reads cells
+# with textContent and writes no markup; the policy allows it by its hash alone.
+SCRIPT = _resource("page.js")
+STYLE = _resource("page.css")
 
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src '{script}'; img-src data:; "
@@ -353,9 +279,10 @@ def _diff(gate: Mapping[str, Any]) -> str:
     placed: set[int] = set()
     parts = [
         "<h4>the change</h4>",
-        '<p class="legend"><span class="mark red ran">R</span> the red run (base) executed the '
-        'line, <span class="mark green ran">G</span> the green run (now) executed it; dotted: '
-        "it did not. Yellow rows: mutants of the line that the check did not kill.</p>",
+        '<p class="legend"><span class="mark red ran">R</span> the red run (on the base) '
+        'executed this removed or changed line, <span class="mark green ran">G</span> the green '
+        "run (now) executed this added or changed line; dotted: it did not. Yellow rows: "
+        "mutants of the line that the check did not kill.</p>",
     ]
     for f in files:
         path = str(f.get("path"))
@@ -375,8 +302,11 @@ def _diff(gate: Mapping[str, Any]) -> str:
                 op = str(line.get("op"))
                 base_no, head_no = line.get("base"), line.get("head")
                 kind = {"+": "add", "-": "del"}.get(op, "ctx")
-                marks = _mark("red", base_no, red_lines, red_measured) + _mark(
-                    "green", head_no, green_lines, green_measured
+                # The coverage maps hold changed lines only: a context line is unmarked.
+                red_no = base_no if op == "-" else None
+                green_no = head_no if op == "+" else None
+                marks = _mark("red", red_no, red_lines, red_measured) + _mark(
+                    "green", green_no, green_lines, green_measured
                 )
                 rows.append(
                     f'<tr class="line op-{kind}" data-path="{esc(path)}" '

@@ -173,8 +173,9 @@ class Controller:
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
         if self.res.base_trees:  # the page shows the diff: add it while the trees exist
-            self._add_diffs(report)
-            self._add_advice(report)
+            # Extras for readers: a fault in one is a warning, and the report still goes out.
+            self._step(lambda: self._add_diffs(report), "the change's diff in the report")
+            self._step(lambda: self._add_advice(report), "the advice in the report")
         report.update(describe_session(self.config, self.res, self.loaded))
         self._write_report(report, seal=False)
         return report

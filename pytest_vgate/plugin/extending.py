@@ -297,9 +297,10 @@ def register_exporters(config: pytest.Config) -> None:
         from pytest_vgate.exporters.html import HtmlExporter
 
         config.pluginmanager.register(HtmlExporter(page), "vgate-html")
-    from pytest_vgate.plugin import html_columns
+    if config.pluginmanager.hasplugin("html"):  # pytest-html: its report's vgate columns
+        from pytest_vgate.plugin.html_columns import HtmlColumns
 
-    html_columns.register(config)
+        config.pluginmanager.register(HtmlColumns(), "vgate-pytest-html")
     if github_enabled(config, os.environ):
         from pytest_vgate.exporters.github import CommandChannel, GithubExporter
 

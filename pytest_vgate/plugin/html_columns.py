@@ -20,7 +20,6 @@ COLUMNS = (
     ("vgate_coverage", "vgate coverage"),
     ("vgate_mutants", "vgate discrimination"),
 )
-PLUGIN_NAME = "vgate-pytest-html"
 
 
 class HtmlColumns:
@@ -44,9 +43,3 @@ class HtmlColumns:
             if name == "vgate_mutants" and props.get("vgate_discrimination"):
                 value = f"{value} {props['vgate_discrimination']}".strip()
             cells.append(f'<td class="col-{name}">{html.escape(str(value), quote=True)}</td>')
-
-
-def register(config: pytest.Config) -> None:
-    """Add the columns when pytest-html is active in this session."""
-    if config.pluginmanager.hasplugin("html") and not config.pluginmanager.has_plugin(PLUGIN_NAME):
-        config.pluginmanager.register(HtmlColumns(), "vgate-pytest-html")
