@@ -1,6 +1,6 @@
-"""Files the session itself writes into the tree (junit XML, the JSON report, SARIF) never
-change the tree's identity, whether they are named on the command line or in the ini file:
-a second run on the same commit is the same tree, not "+dirty"."""
+"""Files the session itself writes into the tree (junit XML, the JSON report, SARIF, the
+page) never change the tree's identity, whether they are named on the command line or in
+the ini file: a second run on the same commit is the same tree, not "+dirty"."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ WAYS = {
     "ini-junit": ("addopts = --junitxml=out/junit.xml", ()),
     "cli-sarif": ("", ("--vgate-sarif", "out/vgate.sarif")),
     "cli-report": ("", ("--vgate-report", "out/vgate.json")),
+    "ini-html": ("vgate_html = out/vgate.html", ()),
+    "cli-html": ("", ("--vgate-html", "out/vgate.html")),
 }
 
 
