@@ -73,6 +73,12 @@ def test_value_mutants_follow_the_documented_operators() -> None:
     assert not [m for m in mutants if m.line in (7, 8) and m.kind == "value"]
 
 
+def test_module_metadata_is_never_mutated() -> None:
+    text = '__version__ = "1.2.0"\n__all__ = ["f"]\nLIMIT = 3\n'
+    mutants = plant([FileChange("pkg/__init__.py", text, ALL, ALL)], seed=1, limit=50)
+    assert [m.shown for m in mutants] == ["pkg/__init__.py:3  3 → 4"]
+
+
 def test_the_choice_is_bounded_deterministic_and_seeded_by_the_gate() -> None:
     first = plant([shop()], seed=seed_of("gate-a"), limit=6)
     again = plant([shop()], seed=seed_of("gate-a"), limit=6)

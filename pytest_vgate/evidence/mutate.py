@@ -295,7 +295,8 @@ def _default_of_value(value: ast.expr) -> str | None:
 def _guarded(tree: ast.Module) -> set[int]:
     """Ids of the nodes in the test of a guard (``if``/``assert`` whose effect is to
     raise): mutating them can only force a raise, which any check that runs it fails.
-    And the nodes of a ``raise`` itself: its message is arid code, like logging."""
+    And arid code, which no test is meant to pin: what a ``raise`` raises (its message),
+    and module metadata such as ``__version__``."""
     found: set[int] = set()
     for node in ast.walk(tree):
         test: ast.expr | None = None
@@ -306,6 +307,11 @@ def _guarded(tree: ast.Module) -> set[int]:
             found.update(id(n) for n in ast.walk(test))
         if isinstance(node, ast.Raise):  # what is raised (its message): arid, as logging
             found.update(id(n) for n in ast.walk(node))
+    for statement in tree.body:  # module metadata (``__version__ = "1.2"``): arid too
+        targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if names and all(n.startswith("__") and n.endswith("__") for n in names):
+            found.update(id(n) for n in ast.walk(statement))
     return found
 
 
