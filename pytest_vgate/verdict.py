@@ -61,6 +61,7 @@ class CitationStatus(StrEnum):
     DROPPED = "dropped"
     FABRICATED = "fabricated"
     UNSUPPORTED = "unsupported"  # the entity is there; the description's words are not
+    NOT_AUDITED = "not-audited"  # a forge link to a file that is not in this repository
 
 
 DEFAULT_CAUSE: Mapping[Mode, Cause | None] = {

@@ -324,7 +324,8 @@ def test_markdown_link_text_and_target() -> None:
     assert c[1].link_mismatch is None  # a shorter path naming the same file agrees
     assert c[2].entities == ("f",)
     assert (c[3].form, c[3].raw) == (CitationForm.COLON, "src/a.py:4")  # the URL is no target
-    assert len(c) == 4
+    assert (c[4].form, c[4].path, c[4].start_line) == (CitationForm.FORGE_LINK, "main/src/a.py", 4)
+    assert len(c) == 5
 
 
 def test_prose_fences_are_parsed_and_code_fences_are_not() -> None:
@@ -1033,3 +1034,35 @@ def test_the_block_says_when_citations_place_one_entity_in_two_definitions(
     assert block[7] == "- FABRICATIONS CAUGHT: N"
     alone = summary_block(results[1:], tmp_path)
     assert "Inconsistent" not in alone
+
+
+def test_forge_links_of_this_repository_are_checked_and_others_listed(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("import time\n\n\ndef fetch(url):\n    return url\n")
+    doc = tmp_path / "a.md"
+    doc.write_text(
+        "- https://github.com/acme/shop/blob/main/src/app.py#L4 — `fetch`\n"
+        "- see https://gitlab.com/acme/sub/shop/-/blob/fix/x/src/app.py#L1-L2 for `fetch`\n"
+        "- https://github.com/other/lib/blob/v1/lib/core.py#L12 — `thing`\n"
+        "- [`fetch`](https://codeberg.org/acme/shop/src/branch/main/src/app.py#L1) is here\n"
+    )
+    results = check_document(tmp_path, doc)
+    assert [c.citation.form for c in results] == [CitationForm.FORGE_LINK] * 4
+    got = [(r.status.value, r.corrected_to) for r in results]
+    assert got == [
+        ("verified", None),
+        ("corrected", "src/app.py:4-5"),
+        ("not-audited", None),
+        ("corrected", "src/app.py:4"),
+    ]
+    assert results[2].ok and not results[1].ok
+    block = summary_block(results, tmp_path).splitlines()
+    assert block[1] == "- Total citations: 4"
+    assert block[6] == (
+        "- Not audited (links to other repositories): 1 — a.md:3 "
+        "https://github.com/other/lib/blob/v1/lib/core.py#L12"
+    )
+    fix_documents(results)
+    assert doc.read_text().splitlines()[1].endswith("/-/blob/fix/x/src/app.py#L4-L5 for `fetch`")
+    assert "/src/branch/main/src/app.py#L4)" in doc.read_text()
+    assert all(r.ok for r in check_document(tmp_path, doc))

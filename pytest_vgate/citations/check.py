@@ -11,7 +11,7 @@ from pytest_vgate.citations.anchor import strong
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
 from pytest_vgate.citations.judge import judge
 from pytest_vgate.citations.locate import Located, locate
-from pytest_vgate.citations.parse import Citation
+from pytest_vgate.citations.parse import Citation, CitationForm
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
 from pytest_vgate.citations.source import FileState, SourceFile
 from pytest_vgate.clip import clip
@@ -21,6 +21,7 @@ VERIFIED = CitationStatus.VERIFIED
 CORRECTED = CitationStatus.CORRECTED
 DROPPED = CitationStatus.DROPPED
 FABRICATED = CitationStatus.FABRICATED
+NOT_AUDITED = CitationStatus.NOT_AUDITED
 
 
 def _spot(rel: str, start: int, end: int) -> str:
@@ -54,7 +55,25 @@ class CitationChecker:
             result = self._mismatch(result)
         return result
 
+    def _forge(self, c: Citation) -> CitationResult:
+        """A forge link names ``REF/path``: the longest path after the ref that is a file
+        of this root is checked like any citation; otherwise it is not audited."""
+        parts = c.path.split("/")
+        for skip in range(1, len(parts)):
+            rel = "/".join(parts[skip:])
+            found = self.files.resolve(rel, None)
+            if found.rel is not None and not found.outside and not found.vcs:
+                return self._judge(c, found.rel, moved=False)
+        return CitationResult(
+            c,
+            NOT_AUDITED,
+            reason=f"{c.raw} names no file of this repository (after its ref, no path of "
+            "the root matches); another repository's code is not audited",
+        )
+
     def _check(self, c: Citation) -> CitationResult:
+        if c.form is CitationForm.FORGE_LINK:
+            return self._forge(c)
         found = self.files.resolve(c.path, c.document.parent)
         if found.outside:
             return CitationResult(

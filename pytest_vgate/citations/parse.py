@@ -32,6 +32,7 @@ class CitationForm(StrEnum):
     HASH = "hash"  # path#L10
     HASH_RANGE = "hash-range"  # path#L10-L20
     MARKDOWN_LINK = "markdown-link"  # [text](one of the above)
+    FORGE_LINK = "forge-link"  # https://github.com/OWNER/REPO/blob/REF/path#L10[-L20]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,13 @@ _LINK_RE = re.compile(
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
 )
 _URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s<>\]\)`]*")
+# A file at a line on a forge: GitHub/Gitea ``/blob/``, GitLab ``/-/blob/``, Gitea and
+# Bitbucket ``/src/``; ``rest`` is the ref and the path, told apart against the root.
+_FORGE_RE = re.compile(
+    r"\bhttps?://[\w.\-]+(?::\d+)?/[\w.\-~%/]+?/(?:-/)?(?:blob|src)/"
+    r"(?P<rest>[\w.\-+@~%/]*\w)"
+    r"(?:#L(?P<line>\d+)(?:-L?(?P<end>\d+))?|#lines-(?P<bline>\d+)(?::(?P<bend>\d+))?)"
+)
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)")
 _EXT_RE = re.compile(r"\.([A-Za-z][A-Za-z0-9_+\-]*)$")
 _SEPARATOR_RE = re.compile(r"^[\s`*_)\]]*(?:—|–|-|:)(?=\s)\s*")
@@ -219,15 +227,36 @@ def _spelled(t: Token) -> str:
     return f"{t.path}:{t.start}" if t.start == t.end else f"{t.path}:{t.start}-{t.end}"
 
 
+def _forge(m: re.Match[str]) -> Token:
+    line_group = "line" if m.group("line") is not None else "bline"
+    end_group = "end" if m.group("line") is not None else "bend"
+    start = int(m.group(line_group))
+    ranged = m.group(end_group) is not None
+    return Token(
+        span=(m.start(), m.end()),
+        path=m.group("rest"),
+        path_span=(m.start("rest"), m.end("rest")),
+        form=CitationForm.FORGE_LINK,
+        start=start,
+        start_span=(m.start(line_group), m.end(line_group)),
+        end=int(m.group(end_group)) if ranged else start,
+        end_span=(m.start(end_group), m.end(end_group)) if ranged else None,
+    )
+
+
 def scan_line(line: str) -> list[Token | LinkToken]:
     """Every citation token in one prose line, in order of position."""
-    masked = _URL_RE.sub(lambda u: " " * len(u.group()), line)
     found: list[Token | LinkToken] = []
     taken: list[tuple[int, int]] = []
+    if "://" in line:
+        for m in _FORGE_RE.finditer(line):
+            found.append(_forge(m))
+            taken.append((m.start(), m.end()))
+    masked = _URL_RE.sub(lambda u: " " * len(u.group()), line)
     if "](" in masked:
         for m in _LINK_RE.finditer(masked):
             link = _link(m)
-            if link is not None:
+            if link is not None and not any(a <= link.span[0] < b for a, b in taken):
                 found.append(link)
                 taken.append(link.span)
     for m in _LOC_RE.finditer(masked):

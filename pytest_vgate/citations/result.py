@@ -39,7 +39,8 @@ class CitationResult(Jsonable):
 
     @property
     def ok(self) -> bool:
-        return self.status is CitationStatus.VERIFIED
+        """Verified, or a link to another repository (listed as not audited)."""
+        return self.status in (CitationStatus.VERIFIED, CitationStatus.NOT_AUDITED)
 
     @property
     def fabrication(self) -> bool:
@@ -61,6 +62,10 @@ def _fabrication_entry(result: CitationResult, root: Path | None) -> str:
     else:
         why = "file not found in the root"
     return f"{c.source(root)} {c.location} ({why})"
+
+
+def not_audited(result: CitationResult) -> bool:
+    return result.status is CitationStatus.NOT_AUDITED
 
 
 def inconsistencies(results: Iterable[CitationResult], root: Path | None = None) -> list[str]:
@@ -87,10 +92,11 @@ def inconsistencies(results: Iterable[CitationResult], root: Path | None = None)
 def summary_block(results: Iterable[CitationResult], root: Path | None = None) -> str:
     """The DESIGN.md block; fabricated citations count as dropped.
 
-    An ``Inconsistent`` line, only when there is something to say, names each entity
-    cited in different definitions of it. FABRICATIONS CAUGHT is ``N`` or ``Y — ``
-    followed by ``document:line path:line (why)`` entries joined by ``; ``, in the order
-    given. ``root`` shortens document paths.
+    Two lines appear only when there is something to say: ``Not audited`` lists the
+    links to other repositories' files (counted in the total, never checked), and
+    ``Inconsistent`` names each entity cited in different definitions of it.
+    FABRICATIONS CAUGHT is ``N`` or ``Y — `` followed by ``document:line path:line (why)``
+    entries joined by ``; ``, in the order given. ``root`` shortens document paths.
     """
     items = list(results)
     count = dict.fromkeys(CitationStatus, 0)
@@ -99,6 +105,17 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
     caught = [_fabrication_entry(r, root) for r in items if r.fabrication]
     dropped = count[CitationStatus.DROPPED] + count[CitationStatus.FABRICATED]
     clash = inconsistencies(items, root)
+    foreign = [f"{r.citation.source(root)} {r.citation.raw}" for r in items if not_audited(r)]
+    extra: list[str] = []
+    if foreign:
+        extra.append(
+            f"- Not audited (links to other repositories): {len(foreign)} — " + "; ".join(foreign)
+        )
+    if clash:
+        extra.append(
+            f"- Inconsistent (one entity, lines that cannot both hold): {len(clash)} — "
+            + "; ".join(clash)
+        )
     return "\n".join(
         [
             "VERIFICATION GATE RESULT:",
@@ -108,14 +125,7 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
             f"- Dropped (file/line/content not found): {dropped}",
             "- Unsupported (description not shown by the cited lines): "
             f"{count[CitationStatus.UNSUPPORTED]}",
-            *(
-                [
-                    f"- Inconsistent (one entity, lines that cannot both hold): {len(clash)} — "
-                    + "; ".join(clash)
-                ]
-                if clash
-                else []
-            ),
+            *extra,
             "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
         ]
     )
