@@ -1,11 +1,12 @@
 """Session safety in the pytest layer: SIGTERM as Ctrl-C, the nested-run guard, and the
 header line that says how checks are contained.
 
-- SIGTERM (a CI cancel) is turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
+- SIGTERM (a CI cancel), SIGHUP (a closed terminal, a dropped SSH session) and SIGQUIT
+  are turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
   the running check's process tree is killed (``process.run_process`` cleans up on
   the way out), the JSON report and junit are written with what finished, the base
   worktrees are removed (``Controller.release`` at unconfigure), and pytest exits with
-  status 2 (interrupted). A second SIGTERM during that cleanup is ignored. A handler
+  status 2 (interrupted). A second such signal during that cleanup is ignored. A handler
   someone else installed is left alone.
 - Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
   gates, however ``--vgate`` was given (``settings.inside_a_check``); the header says so.
@@ -26,34 +27,50 @@ from pytest_vgate.process import contain
 _STATE = pytest.StashKey[dict[str, object]]()
 
 
+# Signals that end a session the way Ctrl-C does: a CI cancel (SIGTERM), a closed
+# terminal or dropped SSH session (SIGHUP), Ctrl-\\ (SIGQUIT, no core dump left behind).
+ENDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
+)
+
+
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered as the interrupt pytest already knows how to clean up after."""
+    """An ending signal, delivered as the interrupt pytest already knows how to clean up
+    after."""
 
 
 def install_sigterm(config: pytest.Config, settings: Settings) -> None:
-    """Handle SIGTERM like Ctrl-C for a session that runs gates (main thread only)."""
+    """Handle SIGTERM, SIGHUP and SIGQUIT like Ctrl-C for a session that runs gates (main
+    thread only); a signal whose handler someone else installed is left alone."""
     if not settings.enabled or threading.current_thread() is not threading.main_thread():
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous not in (signal.SIG_DFL, None):
-        return
+    previous: dict[int, object] = {}
+    for signum in ENDING_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_DFL, None):
+            previous[signum] = handler
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the cleanup finish
-        raise Terminated(f"pytest-vgate: stopped by signal {signum} (SIGTERM)")
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        for other in previous:
+            signal.signal(other, signal.SIG_IGN)  # let the cleanup finish
+        name = signal.Signals(signum).name
+        raise Terminated(f"pytest-vgate: stopped by signal {signum} ({name})")
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-    state: dict[str, object] = {"previous": previous}
-    config.stash[_STATE] = state
+    for signum in previous:
+        signal.signal(signum, on_signal)
+    if previous:
+        state: dict[str, object] = {"previous": previous}
+        config.stash[_STATE] = state
 
 
 def uninstall_sigterm(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is None or threading.current_thread() is not threading.main_thread():
         return
-    previous = state["previous"]
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:  # not in the middle of one
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    previous: dict[int, object] = state["previous"]  # type: ignore[assignment]
+    for signum, handler in previous.items():
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # not in the middle of one
+            signal.signal(signum, handler)  # type: ignore[arg-type]
     del config.stash[_STATE]
 
 
