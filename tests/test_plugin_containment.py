@@ -147,10 +147,14 @@ def _repo_with_a_sleeping_gate(path: Path, marker: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: s.name
+)
 def test_sigterm_ends_the_session_like_ctrl_c(
-    pytester: pytest.Pytester, dist_args: list[str]
+    pytester: pytest.Pytester, dist_args: list[str], signum: signal.Signals
 ) -> None:
-    marker = new_marker("sigterm")
+    """SIGTERM (a CI cancel), SIGHUP (a closed terminal) and SIGQUIT clean up alike."""
+    marker = new_marker(signum.name.lower())
     _repo_with_a_sleeping_gate(pytester.path, marker)
     report = pytester.path / "report.json"
     junit = pytester.path / "junit.xml"
@@ -163,7 +167,7 @@ def test_sigterm_ends_the_session_like_ctrl_c(
         wait_running(marker, 1, within=120)  # the gate runs (on the base or here)
         listed = git(pytester.path, "worktree", "list", "--porcelain")
         assert listed.count("worktree ") == 2  # the base worktree exists meanwhile
-        session.send_signal(signal.SIGTERM)
+        session.send_signal(signum)
         out, _ = session.communicate(timeout=90)
         assert session.returncode not in (0, None), out
         assert survivors(marker) == [], "the check outlived the session"
@@ -174,7 +178,7 @@ def test_sigterm_ends_the_session_like_ctrl_c(
         assert holders and not [h for h in holders if h.exists()], holders
         assert json.loads(report.read_text())["gates"] is not None
         assert junit.exists()
-        assert "SIGTERM" in out
+        assert signum.name in out
     finally:
         session.kill()
         kill_all(marker)

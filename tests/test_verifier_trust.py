@@ -84,7 +84,7 @@ def undeclare_then_pass(ctx):
 
 @verifier(tools=["python"])
 def honest(ctx):
-    return ctx.run("python", "-c", "pass").ok
+    return ctx.run("python", "--version").ok
 """
 
 FORGED = [
@@ -137,12 +137,12 @@ def forged(ctx):
 
 @verifier(id="ignored-exit", tools=["python"])
 def ignored_exit(ctx):
-    ctx.run("python", "-c", "import sys; sys.exit(3)")
+    ctx.run("python", "--no-such-option")  # python answers 2: a usage error
     return True
 
 @verifier(id="declared-exit", tools=["python"])
 def declared_exit(ctx):
-    r = ctx.run("python", "-c", "import sys; sys.exit(3)", expect=3)
+    r = ctx.run("python", "--no-such-option", expect=2)
     return r.ok
 
 def test_plain():
@@ -529,3 +529,69 @@ def test_a_killed_session_leaves_no_verifier_or_zygote(pytester: pytest.Pytester
     while time.monotonic() < end and any(pid_alive(p) for p in pids):
         time.sleep(0.05)
     assert not [p for p in pids if pid_alive(p)], "a verifier or its zygote survived"
+
+
+# --- grounding is a tool's answer ---------------------------------------------------------
+
+AUTHORED = """
+import os, sys
+from pathlib import Path
+from pytest_vgate.verifiers import Outcome, ToolUnavailableError, verifier
+
+HERE = Path(__file__).parent
+
+@verifier(tools=["python"])
+def inline(ctx):
+    return ctx.run("python", "-c", "print(6 * 7)").stdout.strip() == "42"
+
+@verifier(tools=["python"])
+def clustered(ctx):
+    return ctx.run("python", "-Ic", "pass").ok
+
+@verifier(tools=["python"])
+def script_next_to_it(ctx):
+    (HERE / "mine.py").write_text("pass")
+    return ctx.run("python", str(HERE / "mine.py")).ok
+
+@verifier(tools=["python"])
+def script_in_its_cell(ctx):
+    (ctx.cell / "mine.py").write_text("pass")
+    return ctx.run("python", str(ctx.cell / "mine.py")).ok
+
+@verifier(tools=["python"])
+def inline_and_a_real_run(ctx):
+    return ctx.run("python", "-c", "pass").ok and ctx.run("python", "--version").ok
+
+@verifier(tools=["python"])
+def raises_unavailable_itself(ctx):
+    raise ToolUnavailableError("tool 'python' was not found")
+
+@verifier(tools=["python", "no-such-tool-vgate"])
+def runs_a_missing_tool(ctx):
+    return ctx.run("no-such-tool-vgate").ok
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "mode", "cause"),
+    [
+        ("inline", Mode.UNGROUNDED, Cause.BROKEN_TEST),
+        ("clustered", Mode.UNGROUNDED, Cause.BROKEN_TEST),
+        ("script_next_to_it", Mode.UNGROUNDED, Cause.BROKEN_TEST),
+        ("script_in_its_cell", Mode.UNGROUNDED, Cause.BROKEN_TEST),
+        ("inline_and_a_real_run", Mode.PASS, None),
+        ("raises_unavailable_itself", Mode.ERROR, Cause.BROKEN_TEST),
+        ("runs_a_missing_tool", Mode.UNAVAILABLE, Cause.ENVIRONMENT),
+    ],
+)
+def test_grounding_is_a_tool_answer(
+    tmp_path: Path, function: str, mode: Mode, cause: Cause | None
+) -> None:
+    module = write_module(tmp_path, AUTHORED, "authored")
+    result = call(tmp_path, module, function, tools={"python": sys.executable})
+    assert (result.mode, result.cause) == (mode, cause), result.detail
+    if mode is Mode.UNGROUNDED:
+        assert "only runs were authored" in result.detail
+    for run in result.runs:  # each run records what ran
+        assert run.argv[0] == sys.executable and len(run.argv) >= 2
+        assert run.authored == (run.argv[1] != "--version")

@@ -693,7 +693,7 @@ from pytest_vgate.verifiers import Outcome, UndeclaredToolError, verifier
 
 @verifier(tools=["python"])
 def exit_code_decides(ctx):
-    r = ctx.run("python", "-c", "import sys; sys.exit(int(open('code').read()))")
+    r = ctx.run("python", "tool/decide.py")
     return Outcome.passed("tool said 0") if r.exit_code == 0 else Outcome.failed(
         f"tool said {r.exit_code}")
 
@@ -743,6 +743,8 @@ def test_a_real_tool_run_decides_and_is_recorded(
     folder: Path, tools_module: str, code: str, mode: Mode
 ) -> None:
     (folder / "code").write_text(code)
+    (folder / "tool").mkdir()  # a program of the project, not the verifier's own code
+    (folder / "tool" / "decide.py").write_text("import sys; sys.exit(int(open('code').read()))")
     result = call(folder, tools_module, "exit_code_decides", tools={"python": sys.executable})
     assert result.mode is mode, result.detail
     assert result.detail == f"tool said {code}"

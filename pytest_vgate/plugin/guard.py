@@ -1,14 +1,13 @@
 """Session safety in the pytest layer: SIGTERM as Ctrl-C, the nested-run guard, and the
 header line that says how checks are contained.
 
-- SIGTERM (a CI cancel) and SIGHUP (a closed terminal) are turned into
-  ``KeyboardInterrupt``, pytest's own Ctrl-C path:
+- SIGTERM (a CI cancel), SIGHUP (a closed terminal, a dropped SSH session) and SIGQUIT
+  are turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
   the running check's process tree is killed (``process.run_process`` cleans up on
   the way out), the JSON report and junit are written with what finished, the base
   worktrees and mutant copies are removed (``Controller.release`` at unconfigure, the
-  gate's own ``finally``), and pytest exits with status 2 (interrupted). A second signal
-  during that cleanup is ignored. A handler
-  someone else installed is left alone.
+  gate's own ``finally``), and pytest exits with status 2 (interrupted). A second such
+  signal during that cleanup is ignored. A handler someone else installed is left alone.
 - Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
   gates, however ``--vgate`` was given (``settings.inside_a_check``); the header says so.
 """
@@ -28,35 +27,39 @@ from pytest_vgate.process import contain
 _STATE = pytest.StashKey[dict[int, object]]()
 
 
+# Signals that end a session the way Ctrl-C does: a CI cancel (SIGTERM), a closed
+# terminal or dropped SSH session (SIGHUP), Ctrl-\\ (SIGQUIT, no core dump left behind).
+ENDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
+)
+
+
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, delivered as the interrupt pytest already knows how to clean up
+    """An ending signal, delivered as the interrupt pytest already knows how to clean up
     after."""
 
 
-STOPPING = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, a closed terminal
-
-
 def install_sigterm(config: pytest.Config, settings: Settings) -> None:
-    """Handle SIGTERM and SIGHUP like Ctrl-C for a session that runs gates (main thread
-    only); a signal whose handler someone else installed is left alone."""
+    """Handle SIGTERM, SIGHUP and SIGQUIT like Ctrl-C for a session that runs gates (main
+    thread only); a signal whose handler someone else installed is left alone."""
     if not settings.enabled or threading.current_thread() is not threading.main_thread():
         return
-    state: dict[int, object] = {}
-    for number in STOPPING:
-        previous = signal.getsignal(number)
-        if previous not in (signal.SIG_DFL, None):
-            continue
+    previous: dict[int, object] = {}
+    for signum in ENDING_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_DFL, None):
+            previous[signum] = handler
 
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            for each in STOPPING:  # let the cleanup finish
-                if each in state:
-                    signal.signal(each, signal.SIG_IGN)
-            name = signal.Signals(signum).name
-            raise Terminated(f"pytest-vgate: stopped by signal {signum} ({name})")
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        for other in previous:
+            signal.signal(other, signal.SIG_IGN)  # let the cleanup finish
+        name = signal.Signals(signum).name
+        raise Terminated(f"pytest-vgate: stopped by signal {signum} ({name})")
 
-        signal.signal(number, on_signal)
-        state[number] = previous
-    if state:
+    for signum in previous:
+        signal.signal(signum, on_signal)
+    if previous:
+        state: dict[str, object] = {"previous": previous}
         config.stash[_STATE] = state
 
 
@@ -64,9 +67,10 @@ def uninstall_sigterm(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is None or threading.current_thread() is not threading.main_thread():
         return
-    for number, previous in state.items():
-        if signal.getsignal(number) is not signal.SIG_IGN:  # not in the middle of one
-            signal.signal(number, previous)  # type: ignore[arg-type]
+    previous: dict[int, object] = state["previous"]  # type: ignore[assignment]
+    for signum, handler in previous.items():
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # not in the middle of one
+            signal.signal(signum, handler)  # type: ignore[arg-type]
     del config.stash[_STATE]
 
 

@@ -72,7 +72,9 @@ def _decode(
         cause = None
         detail = "\n".join([*(msg for _, msg in violations), detail]).strip()
     else:
-        unground = ground(mode, detail, runs, declared)
+        unground = ground(
+            mode, detail, runs, declared, unavailable_answered=host.unavailable_answered
+        )
         if unground is not None:
             (mode, detail), cause = unground, None
     if mode is not Mode.PASS and cause is None:

@@ -54,6 +54,10 @@ class ToolUse(Jsonable):
     exit_code: int
     expect: tuple[int, ...] = (0,)
     duration: float = field(default=0.0, metadata=rounded(6))
+    argv: tuple[str, ...] = ()  # what ran: the tool's path, then the verifier's arguments
+    # An interpreter running code the verifier wrote (``python -c``, a script in its own
+    # folder or its cell): the verifier's own computation, no tool's answer.
+    authored: bool = False
 
     @property
     def as_expected(self) -> bool:

@@ -153,6 +153,7 @@ def call_verifier(
             env_pass=env.pass_names if env else (),
             env_set=dict(env.set_values) if env else {},
             capture_limit=capture_limit,
+            own_dirs=_own_dirs(target, root_path),
         )
         job = VerifierJob(
             target=target,
@@ -224,3 +225,11 @@ def _run_call(
         call.capture.feed(zygote.import_output.encode("utf-8", errors="replace"))
         zygote.import_output = ""  # reported once, with the first call
     return call.run(zygote, job, timeout, started, deadline)
+
+
+def _own_dirs(target: VerifierTarget, root: Path) -> list[Path]:
+    """The verifier's own folder: a script there is the verifier's code (``ground``)."""
+    if target.file:
+        return [Path(target.file).parent]
+    module = root / Path(*target.module.split("."))
+    return [module.parent] if module.with_suffix(".py").is_file() else [module]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import threading
 import time
@@ -35,6 +36,41 @@ from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers.context import ToolRun, ToolUse, expected_codes
 
 TOOL_GRACE = 3.0  # seconds a tool may outlive the call's deadline before its own kill
+# Interpreters, by the name of the file that runs, and the options that take code inline.
+INTERPRETER = re.compile(
+    r"(?:python|pypy|jython)[\d.]*[mtw]?|node(?:js)?|deno|bun|ruby|perl[\d.]*|php[\d.]*|lua[\d.]*"
+    r"|r|rscript|julia|tclsh[\d.]*|wish|osascript|pwsh|powershell|(?:ba|da|z|k|mk|c|tc|fi)?sh"
+)
+INLINE_OPTIONS = frozenset(
+    {"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--command", "-command", "-Command", "-"}
+)
+
+
+def authored_run(
+    path: str, args: Sequence[str], *, cwd: Path, cell: Path, own: Sequence[Path]
+) -> bool:
+    """Whether a run is an interpreter running code the verifier supplied: inline
+    (``python -c``, ``node -e``, ``sh -c``, stdin), or a script it wrote in its cell or
+    that lies next to it (``own``: the verifier module's folder). Such a run computes the
+    verifier's own answer; it grounds no pass."""
+    name = os.path.basename(path).lower().removesuffix(".exe")
+    if not INTERPRETER.fullmatch(name):
+        return False
+    for arg in args:
+        if arg in INLINE_OPTIONS:
+            return True
+        if re.fullmatch(r"-[A-Za-z]*c", arg) and name.startswith(("python", "pypy")):
+            return True  # python's clustered options: -Ic, -Bc
+        if arg.startswith("-"):
+            continue
+        try:
+            script = Path(os.path.realpath(cwd / arg))
+            return script.is_file() and (
+                script.is_relative_to(cell) or any(script.parent == d for d in own)
+            )
+        except (OSError, ValueError):
+            return False
+    return False
 
 
 class Toolbox:
@@ -100,9 +136,12 @@ class ToolHost:
         env_pass: Sequence[str] = (),
         env_set: Mapping[str, str] | None = None,
         capture_limit: int = DEFAULT_CAPTURE_LIMIT,
+        own_dirs: Sequence[Path] = (),
     ) -> None:
         self.root = root
         self.cell = cell
+        self._own = [Path(os.path.realpath(d)) for d in own_dirs]
+        self.unavailable_answered = False  # the host said a tool is unavailable
         self.deadline = deadline
         self._declared = list(dict.fromkeys(declared))
         self._toolbox = toolbox
@@ -145,6 +184,8 @@ class ToolHost:
         try:
             entry = self._toolbox.entry(tool)
         except ToolUnavailableError as exc:
+            with self._lock:
+                self.unavailable_answered = True
             return {"error": "unavailable", "message": str(exc)}
         except ToolMovedError as exc:
             return self._refuse(Mode.SANDBOX, "moved", str(exc))
@@ -188,7 +229,20 @@ class ToolHost:
             with self._lock:
                 if not self._closed:  # a run finishing after the verifier answered is ignored
                     use = ToolUse(
-                        tool, entry.path, entry.sha256, run.exit_code, codes, run.duration
+                        tool,
+                        entry.path,
+                        entry.sha256,
+                        run.exit_code,
+                        codes,
+                        run.duration,
+                        argv=tuple(result.argv),
+                        authored=authored_run(
+                            entry.path,
+                            args,
+                            cwd=cwd,
+                            cell=Path(os.path.realpath(self.cell)),
+                            own=self._own,
+                        ),
                     )
                     self._runs.append(use)
         return {"run": run.to_dict()}
@@ -218,14 +272,27 @@ class ToolHost:
 
 
 def ground(
-    mode: Mode, detail: str, runs: Sequence[ToolUse], declared: Sequence[str]
+    mode: Mode,
+    detail: str,
+    runs: Sequence[ToolUse],
+    declared: Sequence[str],
+    *,
+    unavailable_answered: bool = True,
 ) -> tuple[Mode, str] | None:
     """Whether a pass rests on what the tools answered; the failing mode and detail if not.
 
-    A pass of a verifier that declares tools needs a completed run; any completed run
-    that ended with an exit code the verifier did not expect (``expect=``, default 0)
-    contradicts a pass: it is *unbound*.
+    A pass of a verifier that declares tools needs a completed run that is not authored
+    (an interpreter running the verifier's own code); any completed run that ended with
+    an exit code the verifier did not expect (``expect=``, default 0) contradicts a pass:
+    it is *unbound*. A verifier that answers ``unavailable`` when the host never said a
+    tool was (it raised ``ToolUnavailableError`` itself) gave a non-result of its own:
+    an error of the verifier (cause ``broken_test``), not of the environment.
     """
+    if mode is Mode.UNAVAILABLE and not unavailable_answered:
+        return Mode.ERROR, (
+            f"the verifier raised ToolUnavailableError itself ({detail}); no ctx.run() was "
+            "answered so: a non-result the host never produced is the verifier's own error"
+        )
     if mode is not Mode.PASS:
         return None
     unbound = [r for r in runs if not r.as_expected]
@@ -239,7 +306,13 @@ def ground(
             f"expected ({listed}); declare the exit code it expects with "
             "ctx.run(..., expect=CODE) or fail on it"
         )
-    if declared and not runs:
+    if declared and not any(not r.authored for r in runs):
+        if runs:
+            return Mode.UNGROUNDED, (
+                f"the verifier declares tools {list(declared)} but its only runs were "
+                "authored: an interpreter running the verifier's own code (-c/-e, a script "
+                "in its folder or cell) computes its answer, it is no tool's answer"
+            )
         return Mode.UNGROUNDED, (
             f"the verifier declares tools {list(declared)} but passed without a completed "
             "ctx.run() of any of them; a pass must rest on a tool's answer"
