@@ -24,7 +24,7 @@ from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.process import contain
 
-_STATE = pytest.StashKey[dict[int, object]]()
+_STATE = pytest.StashKey[dict[int, object]]()  # signal -> the handler it had
 
 
 # Signals that end a session the way Ctrl-C does: a CI cancel (SIGTERM), a closed
@@ -59,15 +59,13 @@ def install_sigterm(config: pytest.Config, settings: Settings) -> None:
     for signum in previous:
         signal.signal(signum, on_signal)
     if previous:
-        state: dict[str, object] = {"previous": previous}
-        config.stash[_STATE] = state
+        config.stash[_STATE] = previous
 
 
 def uninstall_sigterm(config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
-    if state is None or threading.current_thread() is not threading.main_thread():
+    previous = config.stash.get(_STATE, None)
+    if previous is None or threading.current_thread() is not threading.main_thread():
         return
-    previous: dict[int, object] = state["previous"]  # type: ignore[assignment]
     for signum, handler in previous.items():
         if signal.getsignal(signum) is not signal.SIG_IGN:  # not in the middle of one
             signal.signal(signum, handler)  # type: ignore[arg-type]
