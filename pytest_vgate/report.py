@@ -14,7 +14,7 @@ import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_vgate.payload import (
     CitationDocumentPayload,
@@ -64,7 +64,19 @@ GATE_FIELDS = (
 MAX_TARGETS = 5
 
 
-def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> dict[str, Any]:
+class JsonReport(TypedDict):
+    """The report's top level, what ``--vgate-report`` writes and ``pytest_vgate_report``
+    receives: fixed keys; each entry is its payload's JSON object (``report.schema.json``)."""
+
+    version: int
+    rootdir: str | None
+    summary: dict[str, Any]
+    gates: list[dict[str, Any]]
+    citations: list[dict[str, Any]]
+    citation_documents: list[dict[str, Any]]
+
+
+def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> JsonReport:
     """The report of a session from its items' payloads (in any order)."""
     gates: list[dict[str, Any]] = []
     citations: list[dict[str, Any]] = []

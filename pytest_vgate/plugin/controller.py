@@ -11,14 +11,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_vgate.boundary import fail_closed_step
 from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.session import Resources
+from pytest_vgate.plugin.session import Resources, WorkerInput
+
+if TYPE_CHECKING:
+    from pytest_vgate.report import JsonReport
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import Mode
 
@@ -74,13 +77,14 @@ class Controller:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["vgate"] = worker_payload(self.res)
+        data = worker_payload(self.res)
         if self.origin is None:  # made once: what a worker in another checkout must match
             from pytest_vgate.plugin.remote import origin_payload
 
             roots = dict.fromkeys(g.root for g in self.loaded)
             self.origin = origin_payload(self.res, self.config.rootpath, roots)
-        node.workerinput["vgate"]["origin"] = self.origin
+        data["origin"] = self.origin
+        node.workerinput["vgate"] = data
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -154,7 +158,7 @@ class Controller:
         if failed is not None:
             self.res.warnings.append(failed)
 
-    def _build_report(self) -> dict[str, Any]:
+    def _build_report(self) -> JsonReport:
         from pytest_vgate.report import build_report, write_json_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
@@ -216,7 +220,7 @@ class Controller:
         self.res.base_trees.clear()
 
 
-def worker_payload(res: Resources) -> dict[str, Any]:
+def worker_payload(res: Resources) -> WorkerInput:
     """What a worker needs from the controller, as plain values."""
     return {
         "inventories": {root: inv.to_dict() for root, inv in res.inventories.items()},
