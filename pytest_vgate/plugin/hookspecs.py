@@ -53,6 +53,8 @@ def pytest_vgate_report(report: JsonReport) -> None:
     worker), after every item ran. Exporters build on it; the SARIF and GitHub Actions
     writers do.
 
-    Each implementation gets its own copy. One that raises or takes longer than the
-    session's ``--vgate-timeout`` is reported as a warning; the session goes on.
+    Each implementation gets its own copy. One that raises is reported as a warning, and
+    the others still run; the call as a whole (every exporter in turn) has the session's
+    ``--vgate-timeout``, and one that holds it past that is named in a warning. The
+    session goes on.
     """
