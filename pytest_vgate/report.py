@@ -16,7 +16,7 @@ import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_vgate.payload import (
     CitationDocumentPayload,
@@ -73,7 +73,30 @@ BASE_FIELDS = ("diff", "advice")
 MAX_TARGETS = 5
 
 
-def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> dict[str, Any]:
+class SessionDescription(TypedDict, total=False):
+    """What a report says of the session that wrote it, so that a shard report describes
+    itself to ``merge`` and ``verify`` (``plugin.describe.describe_session``)."""
+
+    gates_files: list[dict[str, Any]]
+    tree: dict[str, Any]
+    options: dict[str, Any]
+    selection: dict[str, list[str]]
+    findings: list[dict[str, Any]]
+
+
+class JsonReport(SessionDescription):
+    """The report's top level, what ``--vgate-report`` writes and ``pytest_vgate_report``
+    receives: fixed keys; each entry is its payload's JSON object (``report.schema.json``)."""
+
+    version: int
+    rootdir: str | None
+    summary: dict[str, Any]
+    gates: list[dict[str, Any]]
+    citations: list[dict[str, Any]]
+    citation_documents: list[dict[str, Any]]
+
+
+def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> JsonReport:
     """The report of a session from its items' payloads (in any order)."""
     gates: list[dict[str, Any]] = []
     citations: list[dict[str, Any]] = []

@@ -41,20 +41,10 @@ def run_check(gate: Gate, ctx: RunContext) -> Verdict:
 
 def run_verifier(target: VerifierTarget, ctx: RunContext) -> Verdict:
     """Run one ``@verifier`` function collected from a test module. Never raises."""
-    from pytest_vgate.verifiers import run_verifiers
+    from pytest_vgate.verifiers import VerifierCall, run_verifiers
 
     return fail_closed(
-        lambda: run_verifiers(
-            [target],
-            root=ctx.root,
-            timeout=ctx.default_timeout,
-            tools=ctx.inventory,
-            sys_path=ctx.sys_path,
-            caller_env=ctx.caller_env,
-            capture_limit=ctx.capture_limit,
-            cells=ctx.cells,
-            zygotes=ctx.zygotes,
-        ),
+        lambda: run_verifiers([target], VerifierCall.from_context(ctx)),
         f"verifier {target.display!r}",
         (),
     )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from helpers.git_repo import BugFixRepo, git, make_bugfix_repo
 from helpers.junit import junit_cases
 from helpers.report import unchecked_reports
 
@@ -15,6 +18,7 @@ from helpers.report import unchecked_reports
 # share, instead of compiling the standard library afresh per test.
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}
 GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
 
@@ -59,3 +63,36 @@ def run_vgate(pytester: pytest.Pytester, dist_args: list[str]):  # type: ignore[
         return result, cases
 
     return run
+
+
+@pytest.fixture
+def bugfix(tmp_path: Path) -> BugFixRepo:
+    """The two-commit repository with a bug and its fix (``helpers/git_repo.py``)."""
+    return make_bugfix_repo(tmp_path)
+
+
+@pytest.fixture
+def bugfix_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
+    """The bug/fix repository in pytester's folder; sessions start in its project root, as
+    a user's would."""
+    repo = make_bugfix_repo(pytester.path)
+    monkeypatch.chdir(repo.root)
+    return repo
+
+
+@pytest.fixture
+def bugfix_on_path(bugfix_project: BugFixRepo) -> BugFixRepo:
+    """``bugfix_project`` whose own tests import ``pkg`` from the root (``pythonpath = .``,
+    committed), as its CI would configure."""
+    (bugfix_project.root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    git(bugfix_project.repo, "commit", "-qam", "pythonpath")
+    return bugfix_project
+
+
+@pytest.fixture
+def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the project's ``examples/`` folder (no ledger, no bytecode), as the cwd."""
+    copy = pytester.path / "examples"
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate", "__pycache__"))
+    monkeypatch.chdir(copy)
+    return copy

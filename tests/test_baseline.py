@@ -31,11 +31,6 @@ GATE = Gate(id="add-works", argv=("python", "-m", "pytest", "-q", FIX_TEST_ID))
 ENV = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
 
 
-@pytest.fixture
-def bugfix(tmp_path: Path) -> BugFixRepo:
-    return make_bugfix_repo(tmp_path)
-
-
 def run_fix_test(root: Path) -> ProcessResult:
     return run_process([*PYTEST, FIX_TEST_ID], cwd=root, env=ENV, timeout=120)
 

@@ -66,11 +66,6 @@ NOT_LOADED_38 = "ERROR: test_negative (unittest.loader._FailedTest)\n"  # Python
 UNITTEST_RED = "FAIL: test_even (tests.test_more.SlicedTests.test_even)\nAssertionError: 1 != 2\n"
 
 
-@pytest.fixture
-def bugfix(tmp_path: Path) -> BugFixRepo:
-    return make_bugfix_repo(tmp_path)
-
-
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TreeState]:
     """The fixed tree (HEAD, clean) and the buggy tree (HEAD with the bug put back)."""

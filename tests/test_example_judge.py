@@ -4,7 +4,6 @@ too, so a rubric met only after the change is ``proven``."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -12,8 +11,6 @@ import pytest
 from helpers.git_repo import git
 from helpers.junit import junit_cases
 from helpers.report import read_report, read_sarif
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run_in(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:  # type: ignore[type-arg]
@@ -23,14 +20,6 @@ def run_in(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dic
         timeout=300,
     )  # fmt: skip
     return result, junit_cases(junit)
-
-
-@pytest.fixture
-def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = pytester.path / "examples"
-    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate", "__pycache__"))
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def test_the_rubric_judge_passes_a_met_rubric_and_fails_an_unmet_one(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,16 +28,6 @@ from pytest_vgate.exporters.github import (
     workflow_command,
 )
 from pytest_vgate.exporters.sarif import build_sarif
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-@pytest.fixture
-def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = pytester.path / "examples"
-    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate", "__pycache__"))
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def run_in(

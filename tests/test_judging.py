@@ -157,6 +157,28 @@ def test_a_judge_that_raises_decides_as_a_failure_named_for_it(tmp_path: Path) -
     assert "the judge 'a' (pytest_vgate_judge) raised RuntimeError" in verdict.detail
 
 
+class _RaisingWrapper:
+    @pluggy.HookimplMarker("pytest")(wrapper=True)
+    def pytest_vgate_judge(self, gate: Gate, context: Any) -> Any:
+        yield
+        raise RuntimeError("the wrapper is broken")
+
+
+def test_a_hook_wrapper_that_raises_fails_the_gate_named_as_a_wrapper(tmp_path: Path) -> None:
+    """The judges are called through pluggy, wrappers included: a wrapper's exception is
+    a failure with a mode, never a pass, even over a passing judge."""
+    pm = pluggy.PluginManager("pytest")
+    pm.add_hookspecs(hookspecs)
+    install_guard(pm)
+    pm.register(_Judge(lambda gate, context: Outcome.passed("fine")), "judge")
+    pm.register(_RaisingWrapper(), "wrapper")
+    hook = pm.hook.pytest_vgate_judge
+    judge = make_judge(lambda gate, context: ask_judges(hook, gate, context))
+    verdict = run_check(_semantic(tmp_path), RunContext(root=tmp_path, judge=judge))
+    assert (verdict.mode, verdict.cause) == (Mode.ERROR, Cause.BROKEN_TEST)
+    assert "a hook wrapper of pytest_vgate_judge" in verdict.detail
+
+
 def test_without_an_answer_the_gate_stays_judgment(tmp_path: Path) -> None:
     judge = _judges(("a", lambda gate, context: None))
     verdict = run_check(_semantic(tmp_path), RunContext(root=tmp_path, judge=judge))

@@ -17,7 +17,6 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -28,9 +27,9 @@ from helpers.junit import junit_cases
 from helpers.procs import (
     PY,
     SLEEPER,
-    as_unprivileged,
     kill_all,
     new_marker,
+    run_unprivileged_session,
     survivors,
     unshare_available,
     wait_running,
@@ -238,17 +237,10 @@ def test_without_isolation_the_snooping_gate_finds_the_secret(pytester: pytest.P
 def test_strict_without_namespaces_fails_the_gate_with_sandbox(pytester: pytest.Pytester) -> None:
     write(pytester.path / "gates.yaml", "gates:\n  - id: g\n    check: 'true'\n")
     junit = pytester.path / "junit.xml"
-    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--vgate", "gates.yaml",
-            "--vgate-isolation", "strict", f"--junitxml={junit}"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
-        as_unprivileged(argv, userns=False),
-        cwd=pytester.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = run_unprivileged_session(
+        pytester.path, "--vgate", "gates.yaml", "--vgate-isolation", "strict",
+        f"--junitxml={junit}",
+    )  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     cases = junit_cases(junit)
     assert (cases["g"]["vgate_mode"], cases["g"]["vgate_cause"]) == ("sandbox", "environment")

@@ -13,18 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers.git_repo import BugFixRepo, git, make_bugfix_repo
+from helpers.git_repo import BugFixRepo, git
 
 LEAN = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-
-
-@pytest.fixture
-def bugfix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
-    repo = make_bugfix_repo(pytester.path)
-    (repo.root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
-    git(repo.repo, "commit", "-qam", "pythonpath")
-    monkeypatch.chdir(repo.root)
-    return repo
 
 
 def write(path: Path, text: str) -> Path:
@@ -146,11 +137,11 @@ gates:
 
 
 def test_failure_reports_say_why_the_base_was_no_red(
-    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo, dist_args: list[str]
 ) -> None:
     # The verifier module is in the base commit; the function it checks is new (uncommitted).
     write(
-        bugfix.root / "checks_new.py",
+        bugfix_on_path.root / "checks_new.py",
         """\
         from pytest_vgate import Outcome
 
@@ -161,14 +152,16 @@ def test_failure_reports_say_why_the_base_was_no_red(
             return Outcome.passed() if mul(2, 3) == 6 else Outcome.failed("mul is wrong")
         """,
     )
-    git(bugfix.repo, "add", "-A")
-    git(bugfix.repo, "commit", "-qm", "checks")
-    bugfix.mathx.write_text(bugfix.mathx.read_text() + "\n\ndef mul(a, b):\n    return a * b\n")
+    git(bugfix_on_path.repo, "add", "-A")
+    git(bugfix_on_path.repo, "commit", "-qm", "checks")
+    bugfix_on_path.mathx.write_text(
+        bugfix_on_path.mathx.read_text() + "\n\ndef mul(a, b):\n    return a * b\n"
+    )
     write(
-        bugfix.root / "tests" / "test_mul.py",
+        bugfix_on_path.root / "tests" / "test_mul.py",
         "from pkg.mathx import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
     )
-    write(bugfix.root / "gates.yaml", WHY_GATES)
+    write(bugfix_on_path.root / "gates.yaml", WHY_GATES)
     report = pytester.path / "r.json"
     result = pytester.runpytest_subprocess(
         *LEAN, "--vgate", "gates.yaml", "--vgate-base", "HEAD", "-m", "vgate",

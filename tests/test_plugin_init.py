@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.git_repo import BugFixRepo, git, make_bugfix_repo
+from helpers.git_repo import BugFixRepo, git
 from helpers.release_pair import SDISTS, make_release_repo, sha256
 
 LEAN = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
@@ -24,16 +24,6 @@ RELEASE_PAIR = {  # sha256 as published on PyPI
         "cabaa341ad0389ea83c17a94566a53ae4c9d07349861ecb14dc6d0345cf9ac5d"
     ),
 }
-
-
-@pytest.fixture
-def bugfix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
-    repo = make_bugfix_repo(pytester.path)
-    # The project's own tests import `pkg` from the root, as its CI would configure.
-    (repo.root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
-    git(repo.repo, "commit", "-qam", "pythonpath")
-    monkeypatch.chdir(repo.root)
-    return repo
 
 
 def init(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -59,15 +49,15 @@ def prove(
 
 
 def test_init_then_base_proves_the_new_test(
-    pytester: pytest.Pytester, bugfix: BugFixRepo, dist_args: list[str]
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo, dist_args: list[str]
 ) -> None:
-    result = init(pytester, bugfix.bug_sha)
+    result = init(pytester, bugfix_on_path.bug_sha)
     assert result.ret == 0, result.stdout.str()
     out = result.stdout.str()
     assert "wrote gates.yaml (1 gate," in out
     assert "python -m pytest -q tests/test_fix.py::test_add" in out  # printed as well
     assert "collected" not in out and "passed" not in out  # no test ran
-    data = yaml.safe_load((bugfix.root / "gates.yaml").read_text())
+    data = yaml.safe_load((bugfix_on_path.root / "gates.yaml").read_text())
     assert data["gates"] == [
         {
             "id": "test_add",
@@ -77,18 +67,19 @@ def test_init_then_base_proves_the_new_test(
         }
     ]
     assert "vgate-init: note:" not in out
-    proof, report = prove(pytester, "gates.yaml", bugfix.bug_sha, *dist_args)
+    proof, report = prove(pytester, "gates.yaml", bugfix_on_path.bug_sha, *dist_args)
     assert proof.ret == 0, proof.stdout.str()
     assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add", "proven")]  # type: ignore[index]
 
 
 def test_init_on_a_change_to_tests_only_says_its_gates_cannot_be_red(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
     """more-itertools 5c715d8 ("close the last coverage gaps") changed only tests: every
     gate --vgate-init wrote came out never-red, with no word before."""
-    bugfix.fix_test.write_text(
-        bugfix.fix_test.read_text() + "\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"
+    bugfix_on_path.fix_test.write_text(
+        bugfix_on_path.fix_test.read_text()
+        + "\n\ndef test_add_zero():\n    assert add(2, 0) == 2\n"
     )
     result = init(pytester, "HEAD")
     assert result.ret == 0, result.stdout.str()
@@ -98,7 +89,7 @@ def test_init_on_a_change_to_tests_only_says_its_gates_cannot_be_red(
     proof, report = prove(pytester, "gates.yaml", "HEAD")
     assert proof.ret == 1, proof.stdout.str()
     assert [(g["id"], g["rbg"]) for g in report["gates"]] == [("test_add_zero", "never-red")]  # type: ignore[index]
-    (bugfix.root / "NOTES.txt").write_text("a note\n")
+    (bugfix_on_path.root / "NOTES.txt").write_text("a note\n")
     result = init(pytester, "HEAD", "--vgate-init-force")
     result.stdout.fnmatch_lines(
         [
@@ -109,9 +100,9 @@ def test_init_on_a_change_to_tests_only_says_its_gates_cannot_be_red(
 
 
 def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
-    tests = bugfix.root / "tests"
+    tests = bugfix_on_path.root / "tests"
     (tests / "test_more.py").write_text(
         textwrap.dedent(
             '''\
@@ -142,23 +133,23 @@ def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(
             '''
         )
     )
-    git(bugfix.repo, "add", "-A")
-    git(bugfix.repo, "commit", "-qm", "more tests")
+    git(bugfix_on_path.repo, "add", "-A")
+    git(bugfix_on_path.repo, "commit", "-qm", "more tests")
     # Change some of them in the working tree: the body of one, the decorator of another.
     text = (tests / "test_more.py").read_text()
     text = text.replace("add(1, 1) == 2", "add(1, 2) == 3").replace("[1, 2]", "[1, 2, 3]")
     (tests / "test_more.py").write_text(text + "\n\ndef helper():\n    return 1\n")
     result = init(pytester, "HEAD", "--vgate-init-out", "ci/new-gates.yaml")
     assert result.ret == 0, result.stdout.str()
-    data = yaml.safe_load((bugfix.root / "ci" / "new-gates.yaml").read_text())
+    data = yaml.safe_load((bugfix_on_path.root / "ci" / "new-gates.yaml").read_text())
     assert data["root"] == ".."
     assert [(g["id"], g["check"].split()[-1]) for g in data["gates"]] == [
         ("TestAdd.test_method", "tests/test_more.py::TestAdd::test_method"),
         ("test_param", "tests/test_more.py::test_param"),
     ]
     # Everything new since the bug: the fix's test and all four of these.
-    result = init(pytester, bugfix.bug_sha, "--vgate-init-out", "all.yaml")
-    data = yaml.safe_load((bugfix.root / "all.yaml").read_text())
+    result = init(pytester, bugfix_on_path.bug_sha, "--vgate-init-out", "all.yaml")
+    data = yaml.safe_load((bugfix_on_path.root / "all.yaml").read_text())
     by_id = {g["id"]: g for g in data["gates"]}
     assert list(by_id) == [
         "test_add",
@@ -171,19 +162,21 @@ def test_init_finds_methods_parametrized_and_unittest_tests_only_where_changed(
     assert by_id["test_add"]["overlay"] == ["tests/test_fix.py", "tests/test_more.py"]
 
 
-def test_init_never_overwrites_without_force(pytester: pytest.Pytester, bugfix: BugFixRepo) -> None:
-    (bugfix.root / "gates.yaml").write_text("gates: []\n")
-    result = init(pytester, bugfix.bug_sha)
+def test_init_never_overwrites_without_force(
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
+) -> None:
+    (bugfix_on_path.root / "gates.yaml").write_text("gates: []\n")
+    result = init(pytester, bugfix_on_path.bug_sha)
     assert result.ret == 4
     result.stdout.fnmatch_lines(["*gates.yaml exists; pass --vgate-init-force*"])
-    assert (bugfix.root / "gates.yaml").read_text() == "gates: []\n"
-    result = init(pytester, bugfix.bug_sha, "--vgate-init-force")
+    assert (bugfix_on_path.root / "gates.yaml").read_text() == "gates: []\n"
+    result = init(pytester, bugfix_on_path.bug_sha, "--vgate-init-force")
     assert result.ret == 0
-    assert "test_add" in (bugfix.root / "gates.yaml").read_text()
+    assert "test_add" in (bugfix_on_path.root / "gates.yaml").read_text()
 
 
 def test_init_reads_no_untracked_fifo_or_device_and_writes_a_plain_file(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
     """Untracked symlinks to a FIFO and to /dev/zero are not read (the FIFO hung it, the
     device would read without end); the file written has the mode any file gets."""
@@ -191,11 +184,13 @@ def test_init_reads_no_untracked_fifo_or_device_and_writes_a_plain_file(
 
     fifo = pytester.path / "fifo"
     os.mkfifo(fifo)
-    (bugfix.root / "tests" / "link_to_fifo").symlink_to(fifo)
-    (bugfix.root / "tests" / "link_to_zero").symlink_to("/dev/zero")
-    result = pytester.runpytest_subprocess(*LEAN, "--vgate-init", bugfix.bug_sha, timeout=120)
+    (bugfix_on_path.root / "tests" / "link_to_fifo").symlink_to(fifo)
+    (bugfix_on_path.root / "tests" / "link_to_zero").symlink_to("/dev/zero")
+    result = pytester.runpytest_subprocess(
+        *LEAN, "--vgate-init", bugfix_on_path.bug_sha, timeout=120
+    )
     assert result.ret == 0, result.stdout.str()
-    written = bugfix.root / "gates.yaml"
+    written = bugfix_on_path.root / "gates.yaml"
     assert "test_add" in written.read_text()
     umask = os.umask(0)
     os.umask(umask)
@@ -203,43 +198,43 @@ def test_init_reads_no_untracked_fifo_or_device_and_writes_a_plain_file(
 
 
 def test_init_refuses_an_output_it_cannot_write_in_one_line(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
-    (bugfix.root / "outdir").mkdir()
-    (bugfix.root / "dangling.yaml").symlink_to(bugfix.root / "nowhere.yaml")
+    (bugfix_on_path.root / "outdir").mkdir()
+    (bugfix_on_path.root / "dangling.yaml").symlink_to(bugfix_on_path.root / "nowhere.yaml")
     for out, force, says in [
         ("outdir", True, "*outdir is a folder; give --vgate-init-out a file name*"),
         ("/proc/vgate-gates.yaml", True, "*cannot write /proc/vgate-gates.yaml*"),
         ("dangling.yaml", False, "*dangling.yaml exists; pass --vgate-init-force*"),
     ]:
-        args = [bugfix.bug_sha, f"--vgate-init-out={out}"]
+        args = [bugfix_on_path.bug_sha, f"--vgate-init-out={out}"]
         result = init(pytester, *args, *(["--vgate-init-force"] if force else []))
         assert result.ret == 4, result.stdout.str()
         result.stdout.fnmatch_lines([says])
         assert "Traceback" not in result.stdout.str() + result.stderr.str()
-    assert (bugfix.root / "dangling.yaml").is_symlink()
-    assert not (bugfix.root / "nowhere.yaml").exists()
+    assert (bugfix_on_path.root / "dangling.yaml").is_symlink()
+    assert not (bugfix_on_path.root / "nowhere.yaml").exists()
 
 
 def test_init_with_nothing_to_gate_writes_nothing(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
     result = init(pytester, "HEAD")
     assert result.ret == 5
     result.stdout.fnmatch_lines(["*no test file changed since HEAD*no gates file written*"])
-    assert not (bugfix.root / "gates.yaml").exists()
-    bugfix.mathx.write_text(bugfix.mathx.read_text() + "\n")
-    bugfix.fix_test.write_text(bugfix.fix_test.read_text() + "\n# a comment\n")
+    assert not (bugfix_on_path.root / "gates.yaml").exists()
+    bugfix_on_path.mathx.write_text(bugfix_on_path.mathx.read_text() + "\n")
+    bugfix_on_path.fix_test.write_text(bugfix_on_path.fix_test.read_text() + "\n# a comment\n")
     result = init(pytester, "HEAD")
     assert result.ret == 5
     result.stdout.fnmatch_lines(["*1 test file changed since HEAD, but no test function*"])
 
 
 def test_init_names_changed_test_data_when_no_test_changed(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
     """tomli 9e56735: the fix's new cases are .toml files a parametrized test reads."""
-    cases = bugfix.root / "tests" / "data" / "invalid"
+    cases = bugfix_on_path.root / "tests" / "data" / "invalid"
     cases.mkdir(parents=True)
     for name in ("extend-defined-aot", "extend-defined-table"):
         (cases / f"{name}.toml").write_text("a.b = 1\n[a]\n")
@@ -255,16 +250,16 @@ def test_init_names_changed_test_data_when_no_test_changed(
 
 
 def test_init_reports_a_bad_base_and_a_broken_test_module(
-    pytester: pytest.Pytester, bugfix: BugFixRepo
+    pytester: pytest.Pytester, bugfix_on_path: BugFixRepo
 ) -> None:
     result = init(pytester, "no-such-ref")
     assert result.ret == 4
     result.stdout.fnmatch_lines(["*--vgate-init 'no-such-ref' is not a commit*"])
-    (bugfix.root / "tests" / "test_broken.py").write_text("import nowhere_to_be_found\n")
-    result = init(pytester, bugfix.bug_sha)
+    (bugfix_on_path.root / "tests" / "test_broken.py").write_text("import nowhere_to_be_found\n")
+    result = init(pytester, bugfix_on_path.bug_sha)
     assert result.ret == 2
     result.stdout.fnmatch_lines(["*could not collect*test_broken.py*", "*nowhere_to_be_found*"])
-    assert not (bugfix.root / "gates.yaml").exists()
+    assert not (bugfix_on_path.root / "gates.yaml").exists()
 
 
 @pytest.fixture

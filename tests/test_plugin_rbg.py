@@ -44,14 +44,6 @@ def private_tmp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
     return path
 
 
-@pytest.fixture
-def bugfix(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> BugFixRepo:
-    """The bug/fix repository; sessions start in its project root, as a user's would."""
-    repo = make_bugfix_repo(pytester.path)
-    monkeypatch.chdir(repo.root)
-    return repo
-
-
 def write_gates(root: Path, body: str) -> Path:
     path = root / "gates.yaml"
     path.write_text(textwrap.dedent(body), encoding="utf-8")
@@ -107,9 +99,9 @@ def docs_example_gates() -> str:
 
 
 def test_base_ref_gives_every_status(
-    run_vgate, bugfix: BugFixRepo, private_tmp: Path, pytester: pytest.Pytester
+    run_vgate, bugfix_project: BugFixRepo, private_tmp: Path, pytester: pytest.Pytester
 ) -> None:
-    write_gates(bugfix.root, docs_example_gates())
+    write_gates(bugfix_project.root, docs_example_gates())
     report = pytester.path / "report.json"
     result, cases = run_vgate(
         "gates.yaml", "--vgate", "gates.yaml", "--vgate-base", "HEAD~1",
@@ -133,7 +125,7 @@ def test_base_ref_gives_every_status(
     assert proven["rbg"] == "proven"
     assert proven["red"]["where"] == "base" and proven["red"]["base_ref"] == "HEAD~1"
     assert proven["red"]["exit_code"] == 1
-    assert proven["red"]["tree"]["commit"] == bugfix.bug_sha  # ran on the buggy commit
+    assert proven["red"]["tree"]["commit"] == bugfix_project.bug_sha  # ran on the buggy commit
     assert proven["base"]["exit_code"] == 1 and proven["green"]["exit_code"] == 0
     # Without the overlay the fix's test does not exist on the base: pytest exit 4.
     assert gates["add-no-overlay"]["base"]["exit_code"] == 4
@@ -144,15 +136,15 @@ def test_base_ref_gives_every_status(
 
     out = result.stdout.str()
     assert "red-before-green: 1 never-red, 1 proven, 1 regression, 1 weak-red" in out
-    sha = bugfix.bug_sha[:10]
+    sha = bugfix_project.bug_sha[:10]
     # One worktree per overlay set, and the header says which is which.
     assert f"vgate: base HEAD~1 ({sha}, overlay tests) at " in out
     assert f"vgate: base HEAD~1 ({sha}, no overlay) at " in out
     assert "base HEAD~1 exit 1" in summary_row(result, "add-proven")
     assert "weak-red" in summary_row(result, "add-no-overlay")
-    assert_nothing_left(bugfix, private_tmp)
+    assert_nothing_left(bugfix_project, private_tmp)
     # The base runs are in the ledger too, next to the current ones.
-    records = read_ledger(bugfix.root / ".vgate" / "ledger.jsonl")
+    records = read_ledger(bugfix_project.root / ".vgate" / "ledger.jsonl")
     assert sorted(str(r["where"]) for r in records) == ["base"] * 4 + ["current"] * 4
 
 
@@ -289,17 +281,17 @@ gates:
 
 
 def test_corrupted_ledger_warns_and_keeps_what_parses(
-    bugfix: BugFixRepo, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    bugfix_project: BugFixRepo, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # each table row on one line (summary_row)
-    write_gates(bugfix.root, CHEAP_GATES)
-    ledger = bugfix.root / ".vgate" / "ledger.jsonl"
-    bugfix.reintroduce_bug()
+    write_gates(bugfix_project.root, CHEAP_GATES)
+    ledger = bugfix_project.root / ".vgate" / "ledger.jsonl"
+    bugfix_project.reintroduce_bug()
     red, cases = run_plain(pytester, "gates.yaml", "--vgate", "gates.yaml")
     assert cases["add-fixed"]["outcome"] == "failure", red.stdout.str()
     with ledger.open("ab") as fh:  # garbage, then a torn line without its newline
         fh.write(b'\x00\xff\xfe garbage \x80\n{"gate_id": "add-fix')
-    bugfix.fix_bug()
+    bugfix_project.fix_bug()
     result, cases = run_plain(pytester, "gates.yaml", "--vgate", "gates.yaml", "-v")
     assert_no_crash(result)
     assert result.ret == 1
@@ -317,9 +309,9 @@ def test_corrupted_ledger_warns_and_keeps_what_parses(
 
 
 def test_unwritable_ledger_warns_and_keeps_verdicts(
-    run_vgate, bugfix: BugFixRepo, pytester: pytest.Pytester
+    run_vgate, bugfix_project: BugFixRepo, pytester: pytest.Pytester
 ) -> None:
-    write_gates(bugfix.root, CHEAP_GATES)
+    write_gates(bugfix_project.root, CHEAP_GATES)
     blocker = pytester.path / "blocker"
     blocker.write_text("a file where the ledger directory should be\n")
     ledger_dir = blocker / "ledger"
@@ -368,17 +360,17 @@ def pytest_sessionfinish(session):
 
 
 def test_two_sessions_writing_one_ledger_lose_nothing(
-    bugfix: BugFixRepo, pytester: pytest.Pytester
+    bugfix_project: BugFixRepo, pytester: pytest.Pytester
 ) -> None:
     """Both sessions are held just before their ledger write, then race for its lock."""
     gate_ids = [f"g{i:02d}" for i in range(12)]
     write_gates(
-        bugfix.root,
+        bugfix_project.root,
         "gates:\n" + "".join(f"  - id: {g}\n    check: {PY} -c pass\n" for g in gate_ids),
     )
     barrier = pytester.path / "barrier"
     barrier.mkdir()
-    (bugfix.root / "conftest.py").write_text(BARRIER_CONFTEST.format(where=str(barrier)))
+    (bugfix_project.root / "conftest.py").write_text(BARRIER_CONFTEST.format(where=str(barrier)))
     ledger = pytester.path / "shared" / "ledger.jsonl"
     ledger.parent.mkdir()
     ledger.touch()
@@ -420,7 +412,7 @@ def test_two_sessions_writing_one_ledger_lose_nothing(
 
 @pytest.mark.slow
 def test_ctrl_c_leaves_no_worktree(
-    bugfix: BugFixRepo, private_tmp: Path, pytester: pytest.Pytester
+    bugfix_project: BugFixRepo, private_tmp: Path, pytester: pytest.Pytester
 ) -> None:
     marker = pytester.path / "started"
     sleeper = (
@@ -429,7 +421,7 @@ def test_ctrl_c_leaves_no_worktree(
     )
     tag = new_marker("ctrl-c")  # found by its command line: its pid is its namespace's
     write_gates(
-        bugfix.root,
+        bugfix_project.root,
         f"gates:\n  - id: sleepy\n    check: {PY} -c {shlex.quote(sleeper)} {tag}\n"
         "    overlay: [tests/]\n",
     )
@@ -445,7 +437,7 @@ def test_ctrl_c_leaves_no_worktree(
             assert session.poll() is None, session.communicate()[0].decode()
             assert time.monotonic() < deadline, "the gate never started"
             time.sleep(0.05)
-        assert len(bugfix.worktrees()) == 2  # the base worktree exists while the gate runs
+        assert len(bugfix_project.worktrees()) == 2  # the base worktree exists while the gate runs
         session.send_signal(signal.SIGINT)
         output = session.communicate(timeout=60)[0].decode()
     finally:
@@ -455,5 +447,5 @@ def test_ctrl_c_leaves_no_worktree(
     assert session.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output
     assert "INTERNALERROR" not in output
-    assert_nothing_left(bugfix, private_tmp)
+    assert_nothing_left(bugfix_project, private_tmp)
     assert survivors(tag) == [], "the check survived Ctrl-C"

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
 from helpers.junit import junit_cases
-from helpers.procs import PY, as_unprivileged, new_marker, unshare_available
+from helpers.procs import (
+    PY,
+    new_marker,
+    run_unprivileged_session,
+    unshare_available,
+)
 
 from pytest_vgate.process import contain
 
@@ -171,17 +175,10 @@ def test_strict_without_namespaces_fails_the_verifier_with_sandbox(
 ) -> None:
     pytester.makepyfile(test_strict=STRICT)
     junit = pytester.path / "junit.xml"
-    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--vgate-isolation", "strict",
-            "-rA", f"--junitxml={junit}", "test_strict.py"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
-        as_unprivileged(argv, userns=False),
-        cwd=pytester.path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = run_unprivileged_session(
+        pytester.path, "--vgate-isolation", "strict", "-rA", f"--junitxml={junit}",
+        "test_strict.py",
+    )  # fmt: skip
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     cases = junit_cases(junit)
     [case] = [c for name, c in cases.items() if "strict" in name]

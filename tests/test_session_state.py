@@ -190,7 +190,7 @@ def test_close_stops_the_sessions_own_shepherds_and_zygotes(tmp_path: Path) -> N
     """The shepherd a session's check ran under and its verifier zygotes are the
     session's objects: closing the session ends those processes, and no other host's."""
     from pytest_vgate.process import pid_alive, run_process
-    from pytest_vgate.verifiers import VerifierTarget, call_verifier
+    from pytest_vgate.verifiers import VerifierCall, VerifierTarget, call_verifier
 
     state = SessionState.open("auto")
     result = run_process(
@@ -208,9 +208,7 @@ def test_close_stops_the_sessions_own_shepherds_and_zygotes(tmp_path: Path) -> N
     (tmp_path / "vmod.py").write_text("def ok():\n    return True\n")
     answer = call_verifier(
         VerifierTarget("vmod", "ok", str(tmp_path / "vmod.py")),
-        root=tmp_path,
-        timeout=60,
-        zygotes=state.zygotes,
+        VerifierCall(root=tmp_path, timeout=60, zygotes=state.zygotes),
     )
     assert answer.mode.value == "pass", answer
     zygotes = state.zygotes.zygote_pids()

@@ -105,7 +105,7 @@ def forgeries(tmp_path: Path) -> str:
 def test_a_forged_record_of_a_tool_run_does_not_ground_a_pass(
     tmp_path: Path, forgeries: str, function: str
 ) -> None:
-    result = call(tmp_path, forgeries, function, tools={"python": sys.executable})
+    result = call(tmp_path, forgeries, function, tool_paths={"python": sys.executable})
     assert (result.mode, result.cause) == (Mode.UNGROUNDED, Cause.BROKEN_TEST), result.detail
     assert result.runs == ()
     assert result.to_verdict().tools == ()
@@ -114,7 +114,7 @@ def test_a_forged_record_of_a_tool_run_does_not_ground_a_pass(
 def test_the_honest_twin_passes(tmp_path: Path, forgeries: str) -> None:
     """The control: the same module with a real run passes, so the forgeries above fail
     for what they forged, not for something else."""
-    result = call(tmp_path, forgeries, "honest", tools={"python": sys.executable})
+    result = call(tmp_path, forgeries, "honest", tool_paths={"python": sys.executable})
     assert result.mode is Mode.PASS, result.detail
     assert [r.id for r in result.runs] == ["python"]
 
@@ -122,7 +122,9 @@ def test_the_honest_twin_passes(tmp_path: Path, forgeries: str) -> None:
 def test_a_verifier_process_cannot_answer_a_mode_of_ours(tmp_path: Path, forgeries: str) -> None:
     """``judgment`` would be a skip: only the pytest process gives modes other than
     pass/fail/error/panic/unavailable."""
-    result = call(tmp_path, forgeries, "crafted_answer_judgment", tools={"python": sys.executable})
+    result = call(
+        tmp_path, forgeries, "crafted_answer_judgment", tool_paths={"python": sys.executable}
+    )
     assert result.mode is Mode.ERROR
     assert "cannot answer mode 'judgment'" in result.detail
 
@@ -211,7 +213,7 @@ def test_a_pass_must_agree_with_its_tool_runs(
     tmp_path: Path, function: str, mode: Mode, cause: Cause | None
 ) -> None:
     module = write_module(tmp_path, UNBOUND, "unbound")
-    result = call(tmp_path, module, function, tools={"python": sys.executable})
+    result = call(tmp_path, module, function, tool_paths={"python": sys.executable})
     assert (result.mode, result.cause) == (mode, cause), result.detail
     if mode is Mode.UNGROUNDED:
         assert "unbound" in result.detail
@@ -312,10 +314,10 @@ FLOOD_SCRIPT = (
     + """
 import sys
 from pathlib import Path
-from pytest_vgate.verifiers import VerifierTarget, call_verifier
+from pytest_vgate.verifiers import VerifierCall, VerifierTarget, call_verifier
 
-r = call_verifier(VerifierTarget(sys.argv[2], "flood"), root=sys.argv[1], timeout=120,
-                  sys_path=[sys.argv[1]], scratch=sys.argv[3])
+r = call_verifier(VerifierTarget(sys.argv[2], "flood"), VerifierCall(root=Path(sys.argv[1]),
+                  timeout=120, sys_path=(sys.argv[1],), scratch=Path(sys.argv[3])))
 disk = sum(p.stat().st_size for p in Path(sys.argv[3]).rglob("*") if p.is_file())
 print("RESULT", r.mode.value, r.output_bytes, len(r.output), disk, peak_kib())
 """
@@ -461,7 +463,7 @@ def test_the_job_is_json_not_pickle() -> None:
 
 @pytest.mark.parametrize("count", [3])
 def test_fan_out_of_one_module_shares_its_zygote(tmp_path: Path, count: int) -> None:
-    from pytest_vgate.verifiers import VerifierTarget, run_verifiers
+    from pytest_vgate.verifiers import VerifierCall, VerifierTarget, run_verifiers
 
     module = write_module(
         tmp_path,
@@ -475,9 +477,7 @@ def test_fan_out_of_one_module_shares_its_zygote(tmp_path: Path, count: int) -> 
     )
     verdict = run_verifiers(
         [VerifierTarget(module, "check", name=f"c{i}") for i in range(count)],
-        root=tmp_path,
-        timeout=30,
-        sys_path=[str(tmp_path)],
+        VerifierCall(root=tmp_path, timeout=30, sys_path=(str(tmp_path),)),
     )
     assert verdict.mode is Mode.PASS, verdict.detail
     seen = [c.detail.split() for c in verdict.checks]

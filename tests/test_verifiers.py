@@ -31,6 +31,7 @@ from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import (
     Isolation,
     Outcome,
+    VerifierCall,
     VerifierDefinitionError,
     VerifierResult,
     VerifierSpec,
@@ -293,7 +294,7 @@ def test_import_by_file_location_when_the_name_is_not_importable(folder: Path) -
     path = folder / "sub" / "located.py"
     path.write_text("def check(ctx):\n    return True\n")
     target = VerifierTarget("pkg_not_on_path.located", "check", file=str(path))
-    result = run_verifiers([target], root=folder, timeout=30)
+    result = run_verifiers([target], VerifierCall(root=folder, timeout=30))
     assert result.mode is Mode.PASS, result.detail
 
 
@@ -420,7 +421,7 @@ def test_a_tool_running_at_the_deadline_is_killed(folder: Path) -> None:
         "check",
         timeout=1.5,
         declare=["python"],
-        tools={"python": sys.executable},
+        tool_paths={"python": sys.executable},
     )
     assert result.mode is Mode.TIMEOUT
     assert (folder / "tool-started").exists()
@@ -547,12 +548,13 @@ def test_a_spare_that_died_waiting_is_replaced_not_reported(folder: Path) -> Non
 
 PRELOAD_SCRIPT = """
 import sys
-from pytest_vgate.verifiers import VerifierTarget, call_verifier
+from pathlib import Path
+from pytest_vgate.verifiers import VerifierCall, VerifierTarget, call_verifier
 
 if __name__ == "__main__":  # not at the top: children re-run this script's top level
     {imports}
-    r = call_verifier(VerifierTarget(sys.argv[2], "preloaded"), root=sys.argv[1], timeout=60,
-                      sys_path=[sys.argv[1]])
+    r = call_verifier(VerifierTarget(sys.argv[2], "preloaded"),
+                      VerifierCall(root=Path(sys.argv[1]), timeout=60, sys_path=(sys.argv[1],)))
     print("RESULT", r.mode.value, r.detail, "pytest" in sys.modules)
 """
 
@@ -605,7 +607,9 @@ def test_declared_inline_isolation_runs_elsewhere(folder: Path) -> None:
         """,
     )
     inline = VerifierTarget(module, "check", isolation=Isolation.INLINE)
-    verdict = run_verifiers([inline], root=folder, timeout=10, sys_path=[str(folder)])
+    verdict = run_verifiers(
+        [inline], VerifierCall(root=folder, timeout=10, sys_path=(str(folder),))
+    )
     assert verdict.mode is Mode.PASS
     assert verdict.checks[0].detail != str(os.getpid())
 
@@ -627,7 +631,7 @@ def test_fan_out_keeps_each_result_and_takes_the_worst_mode(folder: Path) -> Non
         """,
     )
     targets = [VerifierTarget(module, f) for f in ("alpha", "panics", "beta")]
-    verdict = run_verifiers(targets, root=folder, timeout=30, sys_path=[str(folder)])
+    verdict = run_verifiers(targets, VerifierCall(root=folder, timeout=30, sys_path=(str(folder),)))
     assert (verdict.mode, verdict.cause) == (Mode.PANIC, Cause.BROKEN_TEST)
     by_name = {c.name: c for c in verdict.checks}
     assert by_name[f"{module}:alpha"].mode is Mode.PASS
@@ -641,10 +645,10 @@ def test_fan_out_keeps_each_result_and_takes_the_worst_mode(folder: Path) -> Non
 
 def test_fan_out_all_pass_and_empty_is_blank(folder: Path, zoo: str) -> None:
     targets = [VerifierTarget(zoo, "returns_true"), VerifierTarget(zoo, "outcome_passed")]
-    verdict = run_verifiers(targets, root=folder, timeout=30, sys_path=[str(folder)])
+    verdict = run_verifiers(targets, VerifierCall(root=folder, timeout=30, sys_path=(str(folder),)))
     assert verdict.mode is Mode.PASS
     assert len(verdict.checks) == 2
-    assert run_verifiers([], root=folder, timeout=30).mode is Mode.BLANK
+    assert run_verifiers([], VerifierCall(root=folder, timeout=30)).mode is Mode.BLANK
 
 
 @pytest.mark.slow
@@ -663,7 +667,7 @@ def test_fan_out_runs_concurrently(folder: Path) -> None:
     )
     targets = [VerifierTarget(module, "one"), VerifierTarget(module, "two")]
     started = time.monotonic()
-    verdict = run_verifiers(targets, root=folder, timeout=30, sys_path=[str(folder)])
+    verdict = run_verifiers(targets, VerifierCall(root=folder, timeout=30, sys_path=(str(folder),)))
     assert verdict.mode is Mode.PASS, verdict.detail
     assert time.monotonic() - started < 3.8
 
@@ -745,7 +749,7 @@ def test_a_real_tool_run_decides_and_is_recorded(
     (folder / "code").write_text(code)
     (folder / "tool").mkdir()  # a program of the project, not the verifier's own code
     (folder / "tool" / "decide.py").write_text("import sys; sys.exit(int(open('code').read()))")
-    result = call(folder, tools_module, "exit_code_decides", tools={"python": sys.executable})
+    result = call(folder, tools_module, "exit_code_decides", tool_paths={"python": sys.executable})
     assert result.mode is mode, result.detail
     assert result.detail == f"tool said {code}"
     [run] = result.runs
@@ -757,7 +761,7 @@ def test_a_real_tool_run_decides_and_is_recorded(
 def test_declared_tools_without_a_completed_run_is_ungrounded(
     folder: Path, tools_module: str
 ) -> None:
-    result = call(folder, tools_module, "never_runs", tools={"python": sys.executable})
+    result = call(folder, tools_module, "never_runs", tool_paths={"python": sys.executable})
     assert (result.mode, result.cause) == (Mode.UNGROUNDED, Cause.BROKEN_TEST)
     assert "without a completed ctx.run()" in result.detail
 
@@ -765,7 +769,7 @@ def test_declared_tools_without_a_completed_run_is_ungrounded(
 def test_a_run_still_in_flight_when_the_verifier_returns_does_not_count(
     folder: Path, tools_module: str
 ) -> None:
-    result = call(folder, tools_module, "in_flight", tools={"python": sys.executable})
+    result = call(folder, tools_module, "in_flight", tool_paths={"python": sys.executable})
     assert result.mode is Mode.UNGROUNDED
     assert result.runs == ()
 
@@ -774,7 +778,7 @@ def test_a_run_still_in_flight_when_the_verifier_returns_does_not_count(
 def test_running_an_undeclared_tool_is_an_error(
     folder: Path, tools_module: str, function: str
 ) -> None:
-    result = call(folder, tools_module, function, tools={"python": sys.executable})
+    result = call(folder, tools_module, function, tool_paths={"python": sys.executable})
     assert result.mode is Mode.ERROR
     assert "'sh' is not among the verifier's declared tools ['python']" in result.detail
 
@@ -818,7 +822,9 @@ INTERRUPT_SCRIPT = """
 import os, signal, sys, threading, time
 from pathlib import Path
 from pytest_vgate.process import pid_alive
-from pytest_vgate.verifiers import VerifierTarget, call_verifier, run_verifiers, spawner
+from pytest_vgate.verifiers import (
+    VerifierCall, VerifierTarget, call_verifier, run_verifiers, spawner,
+)
 
 folder = Path(sys.argv[1])
 spawner.default_host().set_isolation("off")  # the pids the verifiers write are ours
@@ -833,10 +839,11 @@ if __name__ == "__main__":
     threading.Thread(target=interrupt_when_running, daemon=True).start()
     targets = [VerifierTarget(sys.argv[2], "check")] * int(sys.argv[3])
     try:
+        job = VerifierCall(root=folder, timeout=60, sys_path=(str(folder),))
         if len(targets) == 1:
-            call_verifier(targets[0], root=folder, timeout=60, sys_path=[str(folder)])
+            call_verifier(targets[0], job)
         else:
-            run_verifiers(targets, root=folder, timeout=60, sys_path=[str(folder)])
+            run_verifiers(targets, job)
     except KeyboardInterrupt:
         # Check before exiting: multiprocessing's atexit would kill daemonic children anyway.
         pids = [int(p.name.split("-")[1]) for p in folder.glob("pid-*")]

@@ -9,16 +9,19 @@ report and the terminal summary.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from pytest_vgate.boundary import fail_closed_step
 from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.session import Resources
+from pytest_vgate.plugin.session import Resources, WorkerInput
+
+if TYPE_CHECKING:
+    from pytest_vgate.report import JsonReport
 from pytest_vgate.spec import GatesFile
 from pytest_vgate.verdict import Mode
 
@@ -78,13 +81,14 @@ class Controller:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["vgate"] = worker_payload(self.res)
+        data = worker_payload(self.res)
         if self.origin is None:  # made once: what a worker in another checkout must match
             from pytest_vgate.plugin.remote import origin_payload
 
             roots = dict.fromkeys(g.root for g in self.loaded)
             self.origin = origin_payload(self.res, self.config.rootpath, roots)
-        node.workerinput["vgate"]["origin"] = self.origin
+        data["origin"] = self.origin
+        node.workerinput["vgate"] = data
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -167,20 +171,22 @@ class Controller:
 
         self._write_report({"version": REPORT_VERSION, "state": "running"}, seal=False)
 
-    def _build_report(self) -> dict[str, Any]:
+    def _build_report(self) -> JsonReport:
         from pytest_vgate.plugin.describe import describe_session
         from pytest_vgate.report import build_report
 
-        report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
+        report: dict[str, Any] = {
+            **build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
+        }
         if self.res.base_trees:  # the page shows the diff: add it while the trees exist
             # Extras for readers: a fault in one is a warning, and the report still goes out.
             self._step(lambda: self._add_diffs(report), "the change's diff in the report")
             self._step(lambda: self._add_advice(report), "the advice in the report")
         report.update(describe_session(self.config, self.res, self.loaded))
         self._write_report(report, seal=False)
-        return report
+        return cast("JsonReport", report)
 
-    def _write_report(self, report: dict[str, Any], *, seal: bool) -> None:
+    def _write_report(self, report: Mapping[str, Any], *, seal: bool) -> None:
         from pytest_vgate.report import sealed, write_json_report
 
         if self.res.settings.report is not None:
@@ -271,7 +277,7 @@ class Controller:
         self.res.base_trees.clear()
 
 
-def worker_payload(res: Resources) -> dict[str, Any]:
+def worker_payload(res: Resources) -> WorkerInput:
     """What a worker needs from the controller, as plain values."""
     return {
         "inventories": {root: inv.to_dict() for root, inv in res.inventories.items()},

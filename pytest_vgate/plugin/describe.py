@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.plugin.session import Resources
+from pytest_vgate.report import SessionDescription
 from pytest_vgate.spec import GatesFile
 
 GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
@@ -43,7 +44,7 @@ def describe_gates_file(loaded: GatesFile, rootdir: Path) -> dict[str, Any]:
 
 def describe_session(
     config: pytest.Config, res: Resources, loaded: Sequence[GatesFile]
-) -> dict[str, Any]:
+) -> SessionDescription:
     rootdir = config.rootpath
     trees: dict[str, Any] = {}
     for root in dict.fromkeys(g.root for g in loaded):

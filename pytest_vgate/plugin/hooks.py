@@ -29,7 +29,7 @@ from pytest_vgate.plugin.exit_status import (
     source_marks,
 )
 from pytest_vgate.plugin.extending import install_guard, register_exporters
-from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, is_worker
+from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, WorkerInput, is_worker
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.process.tools import ToolInventory
@@ -203,7 +203,8 @@ def _adopt_controller_resources(
     from pytest_vgate.evidence import TreeState
     from pytest_vgate.plugin import remote
 
-    data: dict[str, Any] = config.workerinput.get("vgate", {})  # type: ignore[attr-defined]
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    data: WorkerInput = workerinput.get("vgate", {})
     res.fixed_citations = dict(data.get("fixed_citations", {}))
     origin = data.get("origin")
     if origin is not None and remote.is_remote(origin, config.rootpath):

@@ -7,12 +7,13 @@ file. pytest-vgate calls them through pluggy, so hook wrappers, ``tryfirst`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_vgate.plugin.judging import JudgeContext
+    from pytest_vgate.report import JsonReport
     from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
     from pytest_vgate.verifiers import Outcome
@@ -46,12 +47,14 @@ def pytest_vgate_adjust_verdict(gate: Gate, verdict: Verdict) -> Verdict | None:
 
 
 @pytest.hookspec
-def pytest_vgate_report(report: dict[str, Any]) -> None:
+def pytest_vgate_report(report: JsonReport) -> None:
     """Receive the session's JSON-able report (the ``--vgate-report`` document, with
     ``version`` and ``summary``), once per session, on the controller (never on an xdist
     worker), after every item ran. Exporters build on it; the SARIF and GitHub Actions
     writers do.
 
-    Each implementation gets its own copy. One that raises or takes longer than the
-    session's ``--vgate-timeout`` is reported as a warning; the session goes on.
+    Each implementation gets its own copy. One that raises is reported as a warning, and
+    the others still run; the call as a whole (every exporter in turn) has the session's
+    ``--vgate-timeout``, and one that holds it past that is named in a warning. The
+    session goes on.
     """

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pytest
 
@@ -25,6 +25,18 @@ if TYPE_CHECKING:  # imported where first used: a session that only collects nee
     from pytest_vgate.evidence.proof import Evidence
     from pytest_vgate.process.tools import ToolInventory
     from pytest_vgate.session_state import SessionState
+
+
+class WorkerInput(TypedDict, total=False):
+    """``workerinput["vgate"]``: what the controller hands each xdist worker, as the plain
+    values execnet carries (each ``to_dict()`` decoded by its own type on the worker)."""
+
+    inventories: dict[str, dict[str, Any]]  # ToolInventory by gates root
+    base_trees: dict[str, dict[str, Any]]  # BaseTrees by gates root
+    tree_states: dict[str, dict[str, Any]]  # TreeState by gates root
+    fixed_citations: dict[str, Any]
+    starting_path: str | None
+    origin: dict[str, Any]  # remote.origin_payload: what a worker elsewhere must match
 
 
 @dataclass

@@ -173,7 +173,7 @@ class Shepherd:
         no pid, so the shepherd answers once, with the exit (or why it did not start):
         one message and one wake-up per check less.
         """
-        req: dict[str, Any] = {"op": "run", "argv": argv, "cwd": cwd}
+        req = _proto.RunRequest(op="run", argv=argv, cwd=cwd)
         if quiet:
             req["quiet"] = True
         self.quiet = quiet
@@ -220,7 +220,7 @@ class Shepherd:
 
     def signal(self, sig: int) -> None:
         try:
-            _proto.send(self.sock, {"op": "signal", "sig": int(sig)})
+            _proto.send(self.sock, _proto.SignalRequest(op="signal", sig=int(sig)))
         except OSError:
             self.broken = True
 

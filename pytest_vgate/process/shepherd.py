@@ -36,7 +36,7 @@ import socket
 import struct
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     import ctypes
@@ -51,8 +51,65 @@ MAX_MESSAGE = 64 << 20
 _CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
 
 
-def send(sock: socket.socket, data: dict[str, Any], fds: list[int] | None = None) -> None:
-    body = marshal.dumps(data)
+# The messages of the protocol above, one declared type each (the wire format is fixed).
+
+
+class ReadyMessage(TypedDict):
+    ready: str  # the containment level: "namespace" or "contained"
+    detail: str
+
+
+class FatalMessage(TypedDict):
+    fatal: str  # the shepherd could not start: why
+
+
+class _Run(TypedDict):
+    op: str  # "run"
+    argv: list[str]
+    cwd: str
+
+
+class RunRequest(_Run, total=False):
+    env: dict[str, str]  # left out: the environment of the previous run
+    quiet: bool  # no "started" answer: the caller needs no pid
+
+
+class SignalRequest(TypedDict):
+    op: str  # "signal"
+    sig: int
+
+
+class StartedAnswer(TypedDict):
+    started: int
+
+
+class OsErrorAnswer(TypedDict):
+    oserror: list[Any]  # [errno, strerror, filename]
+
+
+class ValueErrorAnswer(TypedDict):
+    valueerror: str
+
+
+class ExitAnswer(TypedDict):
+    exit: int | None  # the return code (None only if the caller left: then never sent)
+    abandoned: bool
+
+
+Message = (
+    ReadyMessage
+    | FatalMessage
+    | RunRequest
+    | SignalRequest
+    | StartedAnswer
+    | OsErrorAnswer
+    | ValueErrorAnswer
+    | ExitAnswer
+)
+
+
+def send(sock: socket.socket, data: Message, fds: list[int] | None = None) -> None:
+    body = marshal.dumps(dict(data))
     frame = struct.pack(">I", len(body)) + body
     sent = 0
     if fds:
@@ -159,18 +216,19 @@ class Shepherd:
         """
         try:
             if len(fds) != 2:
-                send(self.sock, {"valueerror": "the caller sent no output pipes"})
+                send(self.sock, ValueErrorAnswer(valueerror="the caller sent no output pipes"))
                 return True
             try:
                 pid = spawn(req["argv"], req["cwd"], self.environment(req), fds[0], fds[1])
             except OSError as exc:
-                send(self.sock, {"oserror": [exc.errno, exc.strerror, _name(exc.filename)]})
+                failed = [exc.errno, exc.strerror, _name(exc.filename)]
+                send(self.sock, OsErrorAnswer(oserror=failed))
                 return True
             except (ValueError, TypeError) as exc:
-                send(self.sock, {"valueerror": str(exc)})
+                send(self.sock, ValueErrorAnswer(valueerror=str(exc)))
                 return True
             if req.get("quiet") is not True:  # quiet: one answer per check, the exit
-                send(self.sock, {"started": pid})
+                send(self.sock, StartedAnswer(started=pid))
             code, caller_left = self.watch(pid)
             clean = True  # usually: the check left nothing behind, nothing to kill or reap
             if self.has_children():
@@ -181,7 +239,7 @@ class Shepherd:
             for fd in fds:  # the output's end, then at once the exit (see above)
                 os.close(fd)
             fds = []
-            send(self.sock, {"exit": code, "abandoned": not clean})
+            send(self.sock, ExitAnswer(exit=code, abandoned=not clean))
             return True
         finally:
             for fd in fds:
@@ -385,10 +443,10 @@ def main(argv: list[str]) -> None:
         subreaper = level != "namespace" and os.getpid() != 1
         if subreaper and libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             err = ctypes.get_errno()
-            send(sock, {"fatal": f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}"})
+            send(sock, FatalMessage(fatal=f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}"))
             return
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # our memory holds other checks' requests
-        send(sock, {"ready": level, "detail": detail})
+        send(sock, ReadyMessage(ready=level, detail=detail))
         shepherd = Shepherd(sock, level)
         try:
             shepherd.serve()
@@ -402,7 +460,7 @@ def main(argv: list[str]) -> None:
         import traceback
 
         with contextlib.suppress(OSError):
-            send(sock, {"fatal": traceback.format_exc(limit=5)})
+            send(sock, FatalMessage(fatal=traceback.format_exc(limit=5)))
         if os.getpid() == 1:  # init of our namespace: take every process with us
             os.kill(-1, signal.SIGKILL)
 

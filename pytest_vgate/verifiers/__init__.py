@@ -23,7 +23,7 @@ from pytest_vgate.verifiers.api import (
 )
 from pytest_vgate.verifiers.context import ToolRun, ToolUse, VerifierContext
 from pytest_vgate.verifiers.fanout import join_results, run_verifier_refs, run_verifiers
-from pytest_vgate.verifiers.isolation import Cancel, call_verifier
+from pytest_vgate.verifiers.isolation import Cancel, VerifierCall, call_verifier
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierImportError, VerifierTarget, load_target
 
@@ -37,6 +37,7 @@ __all__ = [
     "ToolUse",
     "ToolUseError",
     "UndeclaredToolError",
+    "VerifierCall",
     "VerifierContext",
     "VerifierDefinitionError",
     "VerifierImportError",

@@ -24,7 +24,7 @@ from pytest_vgate.verdict import DEFAULT_CAUSE, Mode, worst_mode
 from pytest_vgate.verifiers import spawner, wire
 from pytest_vgate.verifiers.child import STACK_DUMP_LEAD, STACK_DUMP_SIGNAL
 from pytest_vgate.verifiers.invoke import bounded
-from pytest_vgate.verifiers.messages import ChildAnswer, Op, VerifierJob
+from pytest_vgate.verifiers.messages import CallMessage, ChildAnswer, Op, VerifierJob
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.toolhost import ToolHost, ground
 
@@ -340,7 +340,7 @@ def _take_child(zygote: spawner.ModuleZygote, deadline: float) -> tuple[int, lis
     wait = max(spawner.REPLY_TIMEOUT, deadline - time.monotonic())  # our start-up, not its
     for _ in range(3):
         if zygote.oneshot:
-            answer, fds = zygote.control.request({"op": Op.CALL.value})
+            answer, fds = zygote.control.request(CallMessage(op=Op.CALL))
             pid = answer.get("pid")
             if isinstance(pid, int):  # itself: our pid of it
                 pid = zygote.control.host_pid(pid)

@@ -16,12 +16,13 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.invoke import execute
-from pytest_vgate.verifiers.messages import Op, VerifierJob
+from pytest_vgate.verifiers.messages import InternalMessage, Op, VerifierJob
 from pytest_vgate.verifiers.target import VerifierTarget
 
 STACK_DUMP_LEAD = 0.25  # the child dumps its stack this long before the deadline
@@ -38,11 +39,11 @@ class Link:
         self._request_lock = threading.Lock()
         self._next = 0
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         with self._send_lock:
             self.channel.send(message)
 
-    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def request(self, message: Mapping[str, object]) -> dict[str, Any]:
         """Send a request and wait for its answer (the pytest process answers in order)."""
         with self._request_lock:
             self._next += 1
@@ -69,10 +70,10 @@ def _rehearsal_check(ctx: object) -> bool:
 class _Rehearsal:
     """The link of the rehearsal: nothing leaves the process."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         pass
 
-    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def request(self, message: Mapping[str, object]) -> dict[str, Any]:
         return {}
 
 
@@ -169,7 +170,7 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     # handler of the verifier firing late) must still answer; the parent makes it an error.
     except BaseException as exc:  # noqa: BLE001
         with suppress(BaseException):  # the link is gone: the parent sees a crash instead
-            link.send({"op": Op.INTERNAL.value, "detail": f"{type(exc).__name__}: {exc}"})
+            link.send(InternalMessage(op=Op.INTERNAL, detail=f"{type(exc).__name__}: {exc}"))
     finally:
         flush_streams()
         os._exit(0)  # no atexit, no join of threads the verifier left running

@@ -24,7 +24,7 @@ from pytest_vgate.process.tools import (
     UndeclaredToolError,
 )
 from pytest_vgate.verdict import ToolRecord
-from pytest_vgate.verifiers.messages import Op
+from pytest_vgate.verifiers.messages import Op, RunMessage
 
 ERRORS: dict[str, type[ToolUseError]] = {
     "undeclared": UndeclaredToolError,
@@ -96,7 +96,7 @@ class ToolRun(Jsonable):
 class Requester(Protocol):
     """How ``ctx.run`` reaches the pytest process (``child.Link``)."""
 
-    def request(self, message: dict[str, Any]) -> dict[str, Any]: ...
+    def request(self, message: Mapping[str, object]) -> dict[str, Any]: ...
 
 
 class VerifierContext:
@@ -146,13 +146,13 @@ class VerifierContext:
         codes = expected_codes(expect)
         where = os.path.abspath(os.fspath(cwd)) if cwd is not None else None
         answer = self._link.request(
-            {
-                "op": Op.RUN.value,
-                "tool": str(tool),
-                "args": [str(a) for a in args],
-                "cwd": where,
-                "expect": list(codes),
-            }
+            RunMessage(
+                op=Op.RUN,
+                tool=str(tool),
+                args=[str(a) for a in args],
+                cwd=where,
+                expect=list(codes),
+            )
         )
         if answer.get("run") is not None:
             return ToolRun.from_dict(answer["run"])

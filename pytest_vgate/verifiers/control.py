@@ -8,14 +8,14 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.process import Capture, contain, drain
 from pytest_vgate.verifiers import wire
-from pytest_vgate.verifiers.messages import Op
+from pytest_vgate.verifiers.messages import MoreMessage, Op, ReapMessage
 
 REPLY_TIMEOUT = 30.0  # seconds a zygote gets to answer a request (it answers at once)
 HOST_PID_LOOKS = 5  # reads of a zygote's children before a pid is not among them
@@ -79,7 +79,7 @@ class Control:
         return message, fds
 
     def request(
-        self, message: dict[str, Any], fds: Sequence[int] = (), reply: bool = True
+        self, message: Mapping[str, object], fds: Sequence[int] = (), reply: bool = True
     ) -> tuple[dict[str, Any], list[int]]:
         with self.lock:
             if self.broken:
@@ -106,7 +106,7 @@ class Control:
                 for fd in fds:  # an answer nobody waits for
                     os.close(fd)
             pid, fds = self._spares.pop(0)
-            more: dict[str, Any] = {"op": Op.MORE.value}
+            more = MoreMessage(op=Op.MORE)
             if self._dismissed:
                 more["reap"], self._dismissed = self._dismissed, []
             try:
@@ -151,7 +151,7 @@ class Control:
                     self._dismissed.append(theirs)
             return None
         try:
-            message = {"op": Op.REAP.value, "pid": theirs, "status": status}
+            message = ReapMessage(op=Op.REAP, pid=theirs, status=status)
             answer, _ = self.request(message, reply=status)
         except ZygoteError:
             return None

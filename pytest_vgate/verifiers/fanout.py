@@ -10,21 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
-from pytest_vgate.process.cell import CellPool
-from pytest_vgate.process.tools import ToolInventory
-from pytest_vgate.spec import EnvSpec
 from pytest_vgate.verdict import Mode, Verdict, worst_mode
-from pytest_vgate.verifiers.api import Isolation, VerifierDefinitionError
+from pytest_vgate.verifiers.api import VerifierDefinitionError
 from pytest_vgate.verifiers.call import EXIT_GRACE
 from pytest_vgate.verifiers.invoke import bounded
-from pytest_vgate.verifiers.isolation import Cancel, call_verifier
+from pytest_vgate.verifiers.isolation import Cancel, VerifierCall, call_verifier
 from pytest_vgate.verifiers.result import VerifierResult
-from pytest_vgate.verifiers.spawner import ZygoteHost
 from pytest_vgate.verifiers.target import VerifierTarget
 
 if TYPE_CHECKING:
@@ -67,23 +61,8 @@ def join_results(results: Sequence[VerifierResult], duration: float = 0.0) -> Ve
     )
 
 
-def run_verifiers(
-    targets: Sequence[VerifierTarget],
-    *,
-    root: Path | str,
-    timeout: float,
-    gate: Mapping[str, Any] | None = None,
-    tools: ToolInventory | Mapping[str, str] | None = None,
-    isolation: Isolation | str | None = None,
-    sys_path: Sequence[str] = (),
-    caller_env: Mapping[str, str] | None = None,
-    env: EnvSpec | None = None,
-    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
-    scratch: Path | str | None = None,
-    cells: CellPool | None = None,
-    zygotes: ZygoteHost | None = None,
-) -> Verdict:
-    """Run ``targets`` concurrently (same keywords as ``call_verifier``) and join them.
+def run_verifiers(targets: Sequence[VerifierTarget], call: VerifierCall) -> Verdict:
+    """Run ``targets`` concurrently, each as ``call_verifier(target, call)``, and join them.
 
     Raises only KeyboardInterrupt (after killing every child it started) and a bug of
     ours, which the caller's boundary (``boundary.fail_closed``) turns into mode ``error``.
@@ -93,22 +72,7 @@ def run_verifiers(
     results: list[VerifierResult | None] = [None] * len(targets)
 
     def one(index: int) -> VerifierResult:
-        return call_verifier(
-            targets[index],
-            root=root,
-            timeout=timeout,
-            gate=gate,
-            tools=tools,
-            isolation=isolation,
-            sys_path=sys_path,
-            caller_env=caller_env,
-            env=env,
-            capture_limit=capture_limit,
-            scratch=scratch,
-            cells=cells,
-            cancel=cancel,
-            zygotes=zygotes,
-        )
+        return call_verifier(targets[index], call, cancel=cancel)
 
     def in_thread(index: int) -> None:
         # Catch-all: a thread has no boundary above it; a bug of ours here would vanish
@@ -160,16 +124,13 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
     ]
     return run_verifiers(
         targets,
-        root=ctx.root,
-        timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
-        gate=gate.to_dict(),
-        tools=ctx.inventory,
-        # The tree being run comes first: a red run on the base must not import the
-        # current tree's modules through the session's own sys.path (its cwd, rootdir).
-        sys_path=(str(ctx.root), *ctx.sys_path),
-        caller_env=ctx.caller_env,
-        env=gate.env,
-        capture_limit=ctx.capture_limit,
-        cells=ctx.cells,
-        zygotes=ctx.zygotes,
+        VerifierCall.from_context(
+            ctx,
+            timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
+            gate=gate.to_dict(),
+            # The tree being run comes first: a red run on the base must not import the
+            # current tree's modules through the session's own sys.path (its cwd, rootdir).
+            sys_path=(str(ctx.root), *ctx.sys_path),
+            env=gate.env,
+        ),
     )

@@ -16,7 +16,7 @@ import reprlib
 import sys
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ from pytest_vgate.process.tools import ToolUnavailableError
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode
 from pytest_vgate.verifiers.api import Outcome, find_verifier_spec
 from pytest_vgate.verifiers.context import VerifierContext
-from pytest_vgate.verifiers.messages import ChildAnswer, Op, VerifierJob
+from pytest_vgate.verifiers.messages import ChildAnswer, DeclareMessage, Op, VerifierJob
 from pytest_vgate.verifiers.target import VerifierImportError, load_target
 
 DETAIL_LIMIT = 4000  # characters of a detail kept (head and tail)
@@ -180,9 +180,9 @@ def _call(fn: Callable[..., Any], ctx: VerifierContext) -> object:
 class Link(Protocol):
     """The child's end of the call (``child.Link``): messages to the pytest process."""
 
-    def send(self, message: dict[str, Any]) -> None: ...
+    def send(self, message: Mapping[str, object]) -> None: ...
 
-    def request(self, message: dict[str, Any]) -> dict[str, Any]: ...
+    def request(self, message: Mapping[str, object]) -> dict[str, Any]: ...
 
 
 def _result(
@@ -216,7 +216,7 @@ def execute(job: VerifierJob, link: Link) -> ChildAnswer:
     spec = find_verifier_spec(fn)
     declared = tuple(dict.fromkeys([*target.tools, *(spec.tools if spec else ())]))
     if declared:  # before the first ctx.run: the pytest process enforces the declaration
-        link.send({"op": Op.DECLARE.value, "tools": list(declared)})
+        link.send(DeclareMessage(op=Op.DECLARE, tools=list(declared)))
     root = Path(job.root)
     ctx = VerifierContext(
         root=root,

@@ -20,8 +20,9 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
@@ -36,6 +37,54 @@ from pytest_vgate.verifiers.messages import VerifierJob
 from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
 from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost
+
+if TYPE_CHECKING:
+    from pytest_vgate.run_context import RunContext
+
+
+@dataclass(frozen=True)
+class VerifierCall:
+    """What every verifier call of one run shares, built once: from a ``RunContext`` in a
+    session (``from_context``), by hand in library use.
+
+    ``timeout`` is the default deadline (a target's own ``timeout`` wins); it is checked
+    when the call is made, so a bad one is a failed result, never an exception here.
+    ``tools`` is the session's inventory, ``tool_paths`` an ``id -> path`` mapping for
+    library use. ``sys_path`` entries go first on the child's sys.path, then ours, then
+    ``root``. ``caller_env`` (None: ours) is what the allowlisted environment of the
+    verifier and of its tools is built from. ``cells`` and ``zygotes`` are the session's
+    (``SessionState``); without them a call gets a fresh cell and the default zygotes.
+    ``isolation`` only takes ``process`` (``"inline"`` is its deprecated alias).
+    """
+
+    root: Path
+    timeout: float
+    gate: Mapping[str, Any] | None = None
+    tools: ToolInventory | None = None
+    tool_paths: Mapping[str, str] | None = None
+    isolation: Isolation | str | None = None
+    sys_path: tuple[str, ...] = ()
+    caller_env: Mapping[str, str] | None = None
+    env: EnvSpec | None = None
+    capture_limit: int = DEFAULT_CAPTURE_LIMIT
+    scratch: Path | None = None
+    cells: CellPool | None = None
+    zygotes: spawner.ZygoteHost | None = None
+
+    @classmethod
+    def from_context(cls, ctx: RunContext, **fields: Any) -> VerifierCall:
+        """The session's values from ``ctx``; ``fields`` (a gate's timeout, env, ...) win."""
+        given: dict[str, Any] = {
+            "root": ctx.root,
+            "timeout": ctx.default_timeout,
+            "tools": ctx.inventory,
+            "sys_path": ctx.sys_path,
+            "caller_env": ctx.caller_env,
+            "capture_limit": ctx.capture_limit,
+            "cells": ctx.cells,
+            "zygotes": ctx.zygotes,
+        }
+        return cls(**{**given, **fields})
 
 
 class Cancel:
@@ -85,34 +134,14 @@ def _isolation(value: Isolation | str | None, name: str) -> str | None:
 
 
 def call_verifier(
-    target: VerifierTarget,
-    *,
-    root: Path | str,
-    timeout: float,
-    gate: Mapping[str, Any] | None = None,
-    tools: ToolInventory | Mapping[str, str] | None = None,
-    isolation: Isolation | str | None = None,
-    sys_path: Sequence[str] = (),
-    caller_env: Mapping[str, str] | None = None,
-    env: EnvSpec | None = None,
-    capture_limit: int = DEFAULT_CAPTURE_LIMIT,
-    scratch: Path | str | None = None,
-    cells: CellPool | None = None,
-    cancel: Cancel | None = None,
-    zygotes: spawner.ZygoteHost | None = None,
+    target: VerifierTarget, call: VerifierCall, *, cancel: Cancel | None = None
 ) -> VerifierResult:
     """Call one verifier under the fail-closed contract and return what happened.
 
-    ``timeout`` is the default deadline (the target's own ``timeout`` wins). ``tools`` is
-    the session inventory or an ``id -> path`` mapping. ``sys_path`` entries go first on
-    the child's sys.path, then ours, then ``root``. ``caller_env`` (default: ours) is
-    what the allowlisted environment of the verifier and of its tools is built from.
-    ``cells`` and ``zygotes`` are the session's (``SessionState``); without them a call
-    gets a fresh cell and the process's default zygotes.
     Never raises, except what the user sends (KeyboardInterrupt), after killing the child.
     """
     name = target.display
-    limit = target.timeout if target.timeout is not None else timeout
+    limit = target.timeout if target.timeout is not None else call.timeout
     if (
         isinstance(limit, bool)
         or not isinstance(limit, (int, float))
@@ -121,20 +150,21 @@ def call_verifier(
         return VerifierResult.failure(
             name, Mode.ERROR, f"the deadline must be a positive number of seconds, not {limit!r}"
         )
-    problem = _isolation(isolation, name)
+    problem = _isolation(call.isolation, name)
     if problem is not None:
         return VerifierResult.failure(name, Mode.ERROR, problem)
     started = time.monotonic()
     deadline = started + float(limit)
-    root_path = Path(root).absolute()
-    source_env = dict(caller_env if caller_env is not None else os.environ)
+    root_path = Path(call.root).absolute()
+    source_env = dict(call.caller_env if call.caller_env is not None else os.environ)
     cwd = os.getcwd()
-    path = [*map(str, sys_path), *sys.path, str(root_path)]
+    path = [*map(str, call.sys_path), *sys.path, str(root_path)]
+    env = call.env
     cell_context: AbstractContextManager[Path] = (
-        check_cell("vgate-verifier-", parent=Path(scratch))
-        if scratch is not None
-        else cells.cell()
-        if cells is not None
+        check_cell("vgate-verifier-", parent=Path(call.scratch))
+        if call.scratch is not None
+        else call.cells.cell()
+        if call.cells is not None
         else check_cell("vgate-verifier-")
     )
     with cell_context as cell:
@@ -145,21 +175,21 @@ def call_verifier(
             declared=target.tools,
             toolbox=Toolbox(
                 root_path,
-                inventory=tools if isinstance(tools, ToolInventory) else None,
-                paths=dict(tools) if isinstance(tools, Mapping) else None,
+                inventory=call.tools,
+                paths=dict(call.tool_paths) if call.tool_paths is not None else None,
                 path_env=source_env.get("PATH"),
             ),
             caller_env=source_env,
             env_pass=env.pass_names if env else (),
             env_set=dict(env.set_values) if env else {},
-            capture_limit=capture_limit,
+            capture_limit=call.capture_limit,
             own_dirs=_own_dirs(target, root_path),
         )
         job = VerifierJob(
             target=target,
             root=str(root_path),
             cell=str(cell),
-            gate=dict(gate) if gate is not None else None,
+            gate=dict(call.gate) if call.gate is not None else None,
             cwd=cwd,
             env=build_env(
                 cell,
@@ -169,14 +199,14 @@ def call_verifier(
                 path_prefix=[str(toolchain_bin(root_path))],
             ),
         )
-        call = Call(name, host, capture_limit, zygotes or spawner.default_host())
+        running = Call(name, host, call.capture_limit, call.zygotes or spawner.default_host())
         if cancel is not None:
-            cancel._add(call)
+            cancel._add(running)
         try:
-            return _run_call(call, target, job, float(limit), path, cwd, started, deadline)
+            return _run_call(running, target, job, float(limit), path, cwd, started, deadline)
         finally:
             if cancel is not None:
-                cancel._discard(call)
+                cancel._discard(running)
             if not cell_is_clean(cell):  # what the verifier left goes now, not later
                 remove_tree(cell)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from pytest_vgate.jsonable import Jsonable, JsonShapeError
 from pytest_vgate.strenum import StrEnum
@@ -31,6 +31,71 @@ class Op(StrEnum):
     MORE = "more"  # pytest -> zygote: fork the next child
     REAP = "reap"  # reaper -> pytest: a child's exit status
     ZYGOTE = "zygote"  # pytest -> spawner: start a module's zygote
+
+
+# The messages whose wire format is fixed and small: a TypedDict each, as sent.
+
+
+class CallMessage(TypedDict):
+    """pytest -> zygote: fork a child for one call (answered with its pid and sockets)."""
+
+    op: Literal[Op.CALL]
+
+
+class _More(TypedDict):
+    op: Literal[Op.MORE]
+
+
+class MoreMessage(_More, total=False):
+    """pytest -> zygote: fork the next spare; ``reap``: spares dismissed since."""
+
+    reap: list[int]
+
+
+class ReapMessage(TypedDict):
+    """reaper -> pytest: a child's exit status (``os.waitpid``'s)."""
+
+    op: Literal[Op.REAP]
+    pid: int
+    status: int
+
+
+class DeclareMessage(TypedDict):
+    """verifier -> pytest: the tools the verifier declares, before its first ``ctx.run``."""
+
+    op: Literal[Op.DECLARE]
+    tools: list[str]
+
+
+class InternalMessage(TypedDict):
+    """verifier -> pytest: our own code failed in the child (never the verifier's)."""
+
+    op: Literal[Op.INTERNAL]
+    detail: str
+
+
+class RunMessage(TypedDict):
+    """verifier -> pytest: ``ctx.run(tool, *args, cwd=..., expect=...)``."""
+
+    op: Literal[Op.RUN]
+    tool: str
+    args: list[str]
+    cwd: str | None
+    expect: list[int]
+
+
+class ZygoteMessage(TypedDict):
+    """pytest -> spawner: start the zygote of a module (imported once, then forked)."""
+
+    op: Literal[Op.ZYGOTE]
+    module: str
+    file: str | None
+    sys_path: list[str]
+    cwd: str
+    root: str
+    pycache: str | None
+    oneshot: bool
+    deadline: float  # time.time() by which the import must be done
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from pytest_vgate.verifiers.control import IsolationMissing as IsolationMissing
 from pytest_vgate.verifiers.control import ModuleZygote as ModuleZygote
 from pytest_vgate.verifiers.control import ZygoteError as ZygoteError
 from pytest_vgate.verifiers.control import discard, stop_base, wait_ready
-from pytest_vgate.verifiers.messages import Op
+from pytest_vgate.verifiers.messages import Op, ZygoteMessage
 from pytest_vgate.verifiers.zygote import BOOT
 
 # Imported by the base zygote when the calling process has them imported: the test
@@ -186,17 +186,17 @@ class ZygoteHost:
         out_r, out_w = os.pipe()
         try:
             answer, fds = base.request(
-                {
-                    "op": Op.ZYGOTE.value,
-                    "module": module,
-                    "file": file,
-                    "sys_path": list(sys_path),
-                    "cwd": cwd,
-                    "root": root,
-                    "pycache": pycache,
-                    "oneshot": oneshot,
-                    "deadline": time.time() + max(0.0, deadline - time.monotonic()),
-                },
+                ZygoteMessage(
+                    op=Op.ZYGOTE,
+                    module=module,
+                    file=file,
+                    sys_path=list(sys_path),
+                    cwd=cwd,
+                    root=root,
+                    pycache=pycache,
+                    oneshot=oneshot,
+                    deadline=time.time() + max(0.0, deadline - time.monotonic()),
+                ),
                 [out_w],
             )
         except BaseException:

@@ -14,7 +14,7 @@ import select
 import socket
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 HEADER = struct.Struct("!I")
@@ -26,7 +26,7 @@ class WireError(Exception):
     """A malformed frame: too large, not JSON, not an object."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, object]) -> bytes:
     body = json.dumps(message, separators=(",", ":")).encode("utf-8")
     return HEADER.pack(len(body)) + body
 
@@ -63,7 +63,7 @@ class FrameReader:
         return messages
 
 
-def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+def send(sock: socket.socket, message: Mapping[str, object], fds: Sequence[int] = ()) -> None:
     """Send one message (blocking), with ``fds`` attached (and counted in ``nfds``)."""
     data = encode({**message, "nfds": len(fds)} if fds else message)
     if fds:
@@ -73,7 +73,7 @@ def send(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) 
         sock.sendall(data)
 
 
-def send_by(sock: socket.socket, message: dict[str, Any], deadline: float) -> bool:
+def send_by(sock: socket.socket, message: Mapping[str, object], deadline: float) -> bool:
     """Send on a non-blocking socket until ``deadline`` (``time.monotonic()``); False when
     the peer stopped reading or went away."""
     view = memoryview(encode(message))
@@ -148,7 +148,7 @@ class Channel:
             self._pending.extend(self._reader.feed(data))
         return self._pending.pop(0)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Mapping[str, object]) -> None:
         self.sock.sendall(encode(message))
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 PY = sys.executable
 SLEEPER = "import sys, time; time.sleep(300)"  # run as: PY -c SLEEPER MARKER
@@ -109,8 +111,6 @@ sys.exit(0 if {then!r} == "pass" else 1)
 def unshare_available() -> bool:
     if shutil.which("unshare") is None or not os.path.isdir("/proc"):
         return False
-    import subprocess
-
     probe = ["unshare", "--user", "--map-root-user", "true"]
     return subprocess.run(probe, capture_output=True, check=False).returncode == 0
 
@@ -133,3 +133,20 @@ def _sh_quote(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
+
+
+def run_unprivileged_session(
+    cwd: Path, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGS`` in ``cwd`` as a user who may not create user namespaces
+    (``as_unprivileged(userns=False)``), importing what this suite imports."""
+    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run(
+        as_unprivileged(argv, userns=False),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.verifiers import VerifierResult, VerifierTarget, call_verifier
+from pytest_vgate.verifiers import VerifierCall, VerifierResult, VerifierTarget, call_verifier
 
 _counter = itertools.count()
 
@@ -120,6 +120,8 @@ def call(
     **kwargs: Any,
 ) -> VerifierResult:
     """call_verifier on ``module:function`` with ``folder`` as root and on sys.path;
-    ``declare`` adds declared tools to the target, ``kwargs`` go to call_verifier."""
+    ``declare`` adds declared tools to the target, ``kwargs`` are ``VerifierCall`` fields."""
     target = VerifierTarget(module, function, tools=tuple(declare))
-    return call_verifier(target, root=folder, timeout=timeout, sys_path=[str(folder)], **kwargs)
+    return call_verifier(
+        target, VerifierCall(root=folder, timeout=timeout, sys_path=(str(folder),), **kwargs)
+    )

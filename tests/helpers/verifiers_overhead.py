@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def measure(calls: int) -> None:
-    from pytest_vgate.verifiers import VerifierTarget, call_verifier
+    from pytest_vgate.verifiers import VerifierCall, VerifierTarget, call_verifier
 
     folder = Path(tempfile.mkdtemp(prefix="vgate-bench-"))
     (folder / "bench_checks.py").write_text("def ok(ctx):\n    return True\n")
@@ -23,7 +23,9 @@ def measure(calls: int) -> None:
     times = []
     for _ in range(calls + 1):
         start = time.perf_counter()
-        result = call_verifier(target, root=folder, timeout=60, sys_path=[str(folder)])
+        result = call_verifier(
+            target, VerifierCall(root=folder, timeout=60, sys_path=(str(folder),))
+        )
         times.append(time.perf_counter() - start)
         assert result.ok, result.detail
     first, rest = times[0], times[1:]
