@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.evidence.defined import added_modules, added_names
+from pytest_vgate.evidence.defined import added_modules, added_names, is_test_path
 from pytest_vgate.evidence.identity import GIT_SAFE
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
@@ -186,9 +186,10 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
             headers = definition_lines(head_text or "") & head_lines
             if headers:
                 definitions[rel] = headers
-            defined |= added_names(base_text, head_text or "")
-            if base_text is None:
-                defined |= added_modules(rel)
+            if not is_test_path(rel):  # a test added is not a feature: its own rules
+                defined |= added_names(base_text, head_text or "")
+                if base_text is None:
+                    defined |= added_modules(rel)
             if not base_lines and base_text is not None:
                 inserted.add(rel)
                 if found:

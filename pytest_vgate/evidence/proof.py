@@ -27,7 +27,7 @@ from pytest_vgate.evidence.change import Change, compute_change
 from pytest_vgate.evidence.defined import missing_defined
 from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
-from pytest_vgate.evidence.record import Where, output_of
+from pytest_vgate.evidence.record import UNITTEST_NOT_RED, Where, output_of
 from pytest_vgate.evidence.why import BASE_RAN_ITS_OWN
 from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import Gate, RedPolicy
@@ -306,6 +306,8 @@ def _missing_feature(
     """A weak red whose base run failed for want of a name the change defines is genuine:
     the feature is missing there (``evidence/defined.py``)."""
     if result.status is not Rbg.WEAK_RED or coverage is None or coverage.contaminated:
+        return result
+    if red.red_reason == UNITTEST_NOT_RED:  # unittest could not load the test it was named
         return result
     base = series.reds[0] if series.reds else None
     if base is None or base.mode is not Mode.FAIL or (base.exit_code or 0) < 0:
