@@ -12,6 +12,7 @@ names no code is matched by its words against the cited lines' words.
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -160,11 +161,20 @@ def _lines(node: ast.AST) -> tuple[int, int]:
     return start, getattr(node, "end_lineno", None) or start
 
 
+@functools.lru_cache(maxsize=4)
+def parse_python(text: str) -> ast.Module | None:
+    """The file's tree (line numbers counted by ``\\n``: lone CRs blanked), or None when
+    it does not parse. Shared, read-only, by the index, the definitions and the acts."""
+    try:
+        return ast.parse(re.sub(r"\r(?!\n)", " ", text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def python_index(text: str) -> PyIndex | None:
     """The file's index, or None when it does not parse (then text rules apply)."""
-    try:
-        tree = ast.parse(re.sub(r"\r(?!\n)", " ", text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return None
     index = PyIndex()
     aliases = python_aliases(tree)

@@ -22,6 +22,7 @@ from pytest_vgate.citations.anchor import (
     block_comment_lines,
     is_blank,
     is_comment,
+    parse_python,
     python_index,
     python_spans,
     same_word,
@@ -300,9 +301,8 @@ def _accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _python_defs(text: str) -> list[_PyDef]:
     """Definitions with spans; line numbers agree with ``\\n`` counting (lone CRs blanked)."""
-    try:
-        tree = ast.parse(re.sub(r"\r(?!\n)", " ", text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return []  # not parseable Python: no spans, the text search still works
     out: list[_PyDef] = []
     # (statements, qualname prefix, assignments there are definitions: module/class level)

@@ -10,9 +10,9 @@ does.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
+from pytest_vgate.citations.anchor import parse_python
 from pytest_vgate.citations.claims import Verb
 from pytest_vgate.clip import clip
 
@@ -160,9 +160,8 @@ def _acts(node: ast.AST) -> list[tuple[Verb, str]]:
 
 def python_facts(text: str) -> Facts | None:
     """The file's acts, or None when it does not parse as Python."""
-    try:
-        tree = ast.parse(re.sub(r"\r(?!\n)", " ", text))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse_python(text)
+    if tree is None:
         return None
     facts = Facts()
     for node in ast.walk(tree):
