@@ -432,3 +432,24 @@ def test_the_tracer_comes_off_once_every_line_asked_about_ran(project: Path) -> 
     unwatched = replace(spec, lines=((mod, (line_of(MOD, "main"),)),))
     verdict = run_check(gate, RunContext(root=project, measure=unwatched))
     assert verdict.stdout.strip() != "None"  # a line that never ran: the tracer stays
+
+
+def test_only_the_functions_holding_a_line_asked_about_are_traced_line_by_line(
+    project: Path,
+) -> None:
+    """The rest of a changed file runs without a line tracer (its frames' ``f_trace``
+    stays None), while the file is still recorded as executed."""
+    frames = project / "pkg" / "frames.py"
+    frames.write_text(
+        "import sys\n\n\ndef watched():\n    return sys._getframe().f_trace\n\n\n"
+        "def unwatched():\n    return sys._getframe().f_trace\n"
+    )
+    real = os.path.realpath(frames)
+    spec = MeasureSpec((real,), lines=((real, (5,)),), engine="settrace")
+    check = "import pkg.frames as f; print(f.unwatched() is None, f.watched() is None)"
+    gate = gate_from_mapping({"id": "g", "check": f"{PY} -c {shlex.quote(check)}"}, root=project)
+    verdict = run_check(gate, RunContext(root=project, measure=spec))
+    measured = verdict.extra[MEASURED_KEY]
+    assert isinstance(measured, Measured) and measured.measured, measured
+    assert verdict.stdout.split() == ["True", "False"]
+    assert 5 in measured.files[real]

@@ -87,6 +87,7 @@ class _Run:
         self.remaining = sum(map(len, self.watch.values())) + len(self.groups)
         self.prefixes = tuple(prefixes)
         self.paths: list[str] = []  # file number -> real path
+        self.watched: dict[types.CodeType, bool] = {}
         self.numbers: dict[str, int | None] = {}  # co_filename -> file number, or None
         self.count = 0
         self.seen: set[tuple[int, int]] = set()
@@ -136,6 +137,20 @@ class _Run:
             self.put(f"l {number} {line}\n")
             if self.remaining:
                 self.tick(self.paths[number], line)
+
+    def watches(self, number: int, code: "types.CodeType") -> bool:
+        """Whether ``code`` holds a line still asked about (its frames need a line
+        tracer); answered once per code object."""
+        try:
+            return self.watched[code]
+        except KeyError:
+            pass
+        real = self.paths[number]
+        wanted = self.watch.get(real, set()) | self.groups.get(real, frozenset())
+        lines = getattr(code, "co_lines", None)  # None before 3.10: trace it if anything
+        answer = bool(wanted) if lines is None else any(n in wanted for _, _, n in lines())
+        self.watched[code] = answer
+        return answer
 
     def tick(self, real: str, line: int) -> None:
         """A watched line ran: once none is left, tracing may stop."""
@@ -329,8 +344,8 @@ def _tracer(run: _Run) -> "Callable[..., object]":
             return None
         try:
             found = run.number(frame.f_code.co_filename)
-            if found is None:
-                return None
+            if found is None or (run.stop and not run.watches(found, frame.f_code)):
+                return None  # not measured, or none of the lines asked about is here
             if found not in local_for:
                 local_for[found] = local_of(found)
             return local_for[found]
