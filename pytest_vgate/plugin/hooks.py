@@ -9,6 +9,7 @@ report and the summary.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return lines or None
     for path in res.settings.gates_files:
         loaded = res.gates_files.get(path.resolve())
-        shown = _rel(path, config.rootpath)
+        shown = _shown(config, path)
         count = len(loaded.gates) if isinstance(loaded, GatesFile) else 0
         lines.append(
             f"vgate: {shown} ({count} gate{'' if count == 1 else 's'})"
@@ -273,7 +274,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             else f"vgate: {shown} (invalid: see collection errors)"
         )
     for path in res.settings.cite_files:
-        lines.append(f"vgate: citations in {_rel(path, config.rootpath)}")
+        lines.append(f"vgate: citations in {_shown(config, path)}")
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
             carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
@@ -295,11 +296,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return lines
 
 
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
+def _shown(config: pytest.Config, path: Path) -> str:
+    """A gates file or document as pytest shows its node ids: one name everywhere."""
+    nodeid = Path(os.path.relpath(path, config.rootpath)).as_posix()  # as collection names it
+    from pytest_vgate.plugin.summary import shown_nodeid
+
+    return shown_nodeid(config, nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
