@@ -92,8 +92,9 @@ def write_summary(
 def shown_nodeid(config: pytest.Config, nodeid: str) -> str:
     """A node id as pytest shows it, relative to where it started (its
     ``cwd_relative_nodeid``): one name for a gates file in every line that names it."""
-    here = config.invocation_params.dir
-    if here == config.rootpath:
+    params = getattr(config, "invocation_params", None)  # vgate-merge's terminal has none
+    here = getattr(params, "dir", None)
+    if not isinstance(here, Path) or here == config.rootpath:
         return nodeid
     path, sep, rest = nodeid.partition("::")
     rel = Path(os.path.relpath(config.rootpath / path, here)).as_posix()
