@@ -432,3 +432,32 @@ def test_the_base_runs_decisive_lines_carry_no_colour_codes(
     decisive = out.split("base output (decisive lines):\n", 1)[1].split("what to do:")[0]
     assert "1 passed" in decisive
     assert "[0m" not in decisive and "\x1b" not in decisive, repr(decisive)  # shown as `?[0m`
+
+
+@pytest.mark.parametrize("rootdir", [[], ["--rootdir=."]], ids=["found", "given"])
+def test_a_gates_file_outside_the_rootdir_has_one_name_everywhere(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    rootdir: list[str],
+    dist_args: list[str],
+) -> None:
+    project = pytester.path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    bench = pytester.path / "bench"
+    bench.mkdir()
+    (bench / "gates.yaml").write_text(
+        'gates:\n  - id: g\n    check: python -c "raise SystemExit(1)"\n    red: not-required\n'
+    )
+    monkeypatch.chdir(project)
+    result = pytester.runpytest_subprocess(
+        *LEAN, "--vgate", "../bench/gates.yaml", "-rf", *rootdir, *dist_args
+    )
+    assert result.ret == 1
+    named = [line for line in result.stdout.lines if "gates.yaml" in line]
+    assert any(line.startswith("vgate: ../bench/gates.yaml (1 gate)") for line in named), named
+    assert any(line.startswith("  ../bench/gates.yaml::g: fail") for line in named), named
+    assert any(line.startswith("FAILED ../bench/gates.yaml::g") for line in named), named
+    others = [line for line in named if "../bench/gates.yaml" not in line and "gates.yaml" in line]
+    assert not others, others

@@ -88,12 +88,24 @@ def keep_items(config: pytest.Config) -> None:
 
 
 def restrict_args(config: pytest.Config, settings: Settings) -> None:
-    """``--vgate-only``: keep only the arguments that name a gates file or document."""
-    if not settings.only:
+    """``--vgate-only``: keep only the arguments that name a gates file or document; and
+    the same for ``--vgate-cite DOC`` alone on the command line (``cite_alone``)."""
+    if not (settings.only or cite_alone(config, settings)):
         return
     ours = {*settings.gates_files, *settings.cite_files}
     base = config.invocation_params.dir
     config.args[:] = [arg for arg in config.args if arg_path(base, arg) in ours]
+
+
+def cite_alone(config: pytest.Config, settings: Settings) -> bool:
+    """``pytest --vgate-cite DOC`` and nothing else to collect: check the document, do
+    not import and run the whole suite. Named test paths, a gates file, or documents only
+    from the ini (a plain ``pytest`` that also checks them) keep the ordinary tests."""
+    return (
+        bool(settings.cite_files and config.getoption("vgate_cite"))
+        and not settings.gates_files
+        and config.args_source != pytest.Config.ArgsSource.ARGS
+    )
 
 
 def arg_path(base: Path, arg: str) -> Path:

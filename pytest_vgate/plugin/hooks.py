@@ -9,13 +9,13 @@ report and the summary.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_vgate import paths
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.payload import TestPayload
 from pytest_vgate.plugin import VERIFIER_MODULE, gcfreeze, guard, wire
@@ -268,7 +268,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return lines or None
     for path in res.settings.gates_files:
         loaded = res.gates_files.get(path.resolve())
-        label = paths.shown(path, config.rootpath)
+        label = _shown(config, path)
         count = len(loaded.gates) if isinstance(loaded, GatesFile) else 0
         lines.append(
             f"vgate: {label} ({count} gate{'' if count == 1 else 's'})"
@@ -276,7 +276,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             else f"vgate: {label} (invalid: see collection errors)"
         )
     for path in res.settings.cite_files:
-        lines.append(f"vgate: citations in {paths.shown(path, config.rootpath)}")
+        lines.append(f"vgate: citations in {_shown(config, path)}")
     for trees in res.base_trees.values():
         for tree in trees.trees.values():
             carried = f"overlay {', '.join(tree.overlay)}" if tree.overlay else "no overlay"
@@ -296,6 +296,14 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         for inventory in res.inventories.values():
             lines.extend(f"vgate tool: {line}" for line in inventory.summary_lines())
     return lines
+
+
+def _shown(config: pytest.Config, path: Path) -> str:
+    """A gates file or document as pytest shows its node ids: one name everywhere."""
+    nodeid = Path(os.path.relpath(path, config.rootpath)).as_posix()  # as collection names it
+    from pytest_vgate.plugin.summary import shown_nodeid
+
+    return shown_nodeid(config, nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -111,6 +111,13 @@ def run_init(config: pytest.Config) -> int:
                 tw.line(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
             else:
                 chosen.append(test)
+        if not chosen and not test_files:
+            tw.line(
+                f"vgate-init: no test file changed since {base} ({change.sha[:12]}), and no "
+                f"test the suite collects is defined in the changed code"
+                f"{_test_data_note(change.files, root)}; no gates file written"
+            )
+            return int(pytest.ExitCode.NO_TESTS_COLLECTED)
         if not chosen:
             tw.line(
                 f"vgate-init: {_count(len(test_files), 'test file')} changed since {base}, "

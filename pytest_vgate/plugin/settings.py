@@ -266,16 +266,5 @@ def read_settings(config: pytest.Config) -> Settings:
         repeat=_repeat(config),
         mutate=_mutate(config),
         mutants=_mutants(config),
-        only=_flag(config, "vgate_only") or _cite_alone(config, gates_files, cite_files),
-    )
-
-
-def _cite_alone(config: pytest.Config, gates: tuple[Path, ...], cited: tuple[Path, ...]) -> bool:
-    """``pytest --vgate-cite DOC`` and nothing else to collect: check the document, do
-    not import and run the whole suite. Named test paths, a gates file, or documents from
-    the ini (a plain ``pytest`` that also checks them) keep the ordinary tests."""
-    return (
-        bool(cited and config.getoption("vgate_cite"))
-        and not gates
-        and config.args_source != pytest.Config.ArgsSource.ARGS
+        only=_flag(config, "vgate_only"),
     )

@@ -8,6 +8,7 @@ silent); ``write_summary`` prints them in order under one ``vgate`` separator.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections import Counter
@@ -71,7 +72,12 @@ def write_summary(
     if not gates and not citations and not res.warnings:
         return
     summary = SummaryInput(
-        gates=sorted(gates.items(), key=lambda kv: file_order(kv[1], res)),
+        # Node ids as pytest shows them (relative to where it started): one name for a
+        # gates file, in this summary, the progress lines and `FAILED ...` alike.
+        gates=[
+            (shown_nodeid(tr.config, n), p)
+            for n, p in sorted(gates.items(), key=lambda kv: file_order(kv[1], res))
+        ],
         citations=citations,
         warnings=list(res.warnings),
         width=terminal_width(tr),
@@ -82,6 +88,18 @@ def write_summary(
     for section in SECTIONS:
         for line in section(summary):
             tr.write_line(line.text, **({line.color: True} if line.color else {}))
+
+
+def shown_nodeid(config: pytest.Config, nodeid: str) -> str:
+    """A node id as pytest shows it, relative to where it started (its
+    ``cwd_relative_nodeid``): one name for a gates file in every line that names it."""
+    params = getattr(config, "invocation_params", None)  # vgate-merge's terminal has none
+    here = getattr(params, "dir", None)
+    if not isinstance(here, Path) or here == config.rootpath:
+        return nodeid
+    path, sep, rest = nodeid.partition("::")
+    rel = Path(os.path.relpath(config.rootpath / path, here)).as_posix()
+    return rel + sep + rest
 
 
 def terminal_width(tr: pytest.TerminalReporter) -> int:
