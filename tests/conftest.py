@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,9 @@ from helpers.report import unchecked_reports
 # here, before that, gives every session of the suite the one cache a user's sessions
 # share, instead of compiling the standard library afresh per test.
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+# The ledger's key (docs/red-before-green.md) is made in a temp folder of this run, never
+# in the home of the machine; sessions the suite starts inherit it.
+os.environ.setdefault("PYTEST_VGATE_KEY_DIR", tempfile.mkdtemp(prefix="vgate-suite-key-"))
 
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}
 GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
