@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from helpers.report import unchecked_reports
 # here, before that, gives every session of the suite the one cache a user's sessions
 # share, instead of compiling the standard library afresh per test.
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+# The ledger's key (docs/red-before-green.md) is made in a temp folder of this run, never
+# in the home of the machine; sessions the suite starts inherit it.
+os.environ.setdefault("PYTEST_VGATE_KEY_DIR", tempfile.mkdtemp(prefix="vgate-suite-key-"))
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}

@@ -39,7 +39,9 @@ def test_the_controller_writes_its_own_records_without_decoding_them(
     )
     result.assertoutcome(passed=1, failed=1)
     lines = (pytester.path / ".vgate" / "ledger.jsonl").read_text().splitlines()
-    written = [json.loads(line) for line in lines]
+    lines_json = [json.loads(line) for line in lines]
+    assert all(len(obj.pop("mac")) == 64 for obj in lines_json)  # each line authenticated
+    written = lines_json
     made = [r for g in json.loads(report.read_text())["gates"] for r in g["records"]]
     by_gate = sorted(written, key=lambda r: r["gate_id"])  # fails, passes
     assert by_gate == sorted(made, key=lambda r: r["gate_id"])

@@ -4,7 +4,9 @@ Only the controller writes it. Each batch is one ``write`` under an exclusive ``
 an ``O_APPEND`` descriptor, so two sessions appending at once interleave whole lines and
 lose none. Every problem (unwritable, locked, corrupted, a directory in the way, a named
 pipe, socket or device at the path: never opened for real) becomes a warning whose text
-names the ledger path; reading skips what it cannot parse.
+names the ledger path; reading skips what it cannot parse. Each line carries a MAC made
+with the user's key (``ledger_key``); a line whose MAC does not verify is ignored with a
+warning: a hand-written line naming real commits proves nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from pytest_vgate.evidence.ledger_key import MAC_FIELD, ledger_key, record_mac, verifies
 from pytest_vgate.evidence.record import Record
 from pytest_vgate.process.regular import open_regular, read_all
 
@@ -72,12 +75,20 @@ class Ledger:
         """Append whole JSON lines in one locked write. Returns warnings; never raises."""
         if not records:
             return []
+        lost = f"{len(records)} records of this session are not recorded; the verdicts stand"
         try:
-            lines = [json.dumps(r.to_dict(), sort_keys=True, ensure_ascii=True) for r in records]
+            key = ledger_key()
+        except OSError as exc:
+            return [self._warn(f"no ledger key ({_describe(exc)}); {lost}")]
+        try:
+            objects = [r.to_dict() for r in records]
+            lines = [
+                json.dumps({**o, MAC_FIELD: record_mac(key, o)}, sort_keys=True, ensure_ascii=True)
+                for o in objects
+            ]
         except (TypeError, ValueError) as exc:
             return [self._warn(f"could not serialise {len(records)} records ({exc}); not recorded")]
         payload = ("\n".join(lines) + "\n").encode("ascii")
-        lost = f"{len(records)} records of this session are not recorded; the verdicts stand"
         try:
             self._ensure_dir()
             fd = open_regular(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -108,8 +119,13 @@ class Ledger:
             return [], []
         except OSError as exc:
             return [], [self._warn(f"cannot read ({_describe(exc)}); no earlier evidence is used")]
+        try:
+            key: bytes | None = ledger_key()
+        except OSError as exc:
+            key, no_key = None, _describe(exc)
         records: list[Record] = []
         bad: list[int] = []
+        forged = 0
         first_problem = ""
         lines = data.split(b"\n")
         for number, raw in enumerate(lines, start=1):
@@ -119,11 +135,23 @@ class Ledger:
                 obj = json.loads(raw.decode("utf-8"))
                 if gate_ids is not None and obj.get("gate_id") not in gate_ids:
                     continue
-                records.append(Record.from_dict(obj))
+                record = Record.from_dict({k: v for k, v in obj.items() if k != MAC_FIELD})
+                if key is None or not verifies(key, obj):
+                    forged += 1
+                    continue
+                records.append(record)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 bad.append(number)
                 first_problem = first_problem or f"line {number}: {type(exc).__name__}"
         warnings: list[str] = []
+        if forged:
+            why = f"no ledger key ({no_key})" if key is None else "their MAC does not verify"
+            warnings.append(
+                self._warn(
+                    f"ignored {forged} record(s): {why} (written by hand, by another user, "
+                    "or with another key); they prove nothing"
+                )
+            )
         if bad:
             warnings.append(
                 self._warn(
