@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -94,3 +95,38 @@ def test_public_api_is_exactly_all() -> None:
         and n.name not in ("__getattr__", "__dir__")
     ]
     assert not defined, "__init__.py re-exports only"
+
+
+# Words a user of the project cannot follow: files outside it, tracker numbers, our own
+# names for past rounds of work. Built from pieces so that this file does not match.
+OUTSIDE_WORDS = re.compile(
+    "|".join(
+        [
+            "DESIGN" + r"\.md",
+            r"\bissue" + r" #?[0-9]+",
+            r"\b(?:second|third|fourth) " + "(?:release|round)",
+            "quiet" + " hour",
+            r"\bshared" + "/",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+
+def test_the_project_speaks_for_itself() -> None:
+    """Code, tests, docs and changelog name nothing a user of the project does not have."""
+    paths = [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    for folder in ("pytest_vgate", "tests", "docs", "bench", "examples"):
+        paths += [
+            p
+            for p in (ROOT / folder).rglob("*")
+            if p.suffix in (".py", ".md", ".yaml", ".toml", ".js", ".css", ".txt")
+            and "__pycache__" not in p.parts
+        ]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
+        for p in paths
+        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if OUTSIDE_WORDS.search(line)
+    ]
+    assert not found, "\n".join(found)

@@ -2,7 +2,7 @@
 
 The core of citation checking (no pytest here): ``parse_citations`` finds citations,
 ``CitationChecker.check`` judges each against the root's files, ``fix_documents``
-rewrites corrected ones in place and ``summary_block`` renders the DESIGN.md block.
+rewrites corrected ones in place and ``summary_block`` renders the VERIFICATION GATE RESULT block.
 """
 
 from __future__ import annotations

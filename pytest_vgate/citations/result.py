@@ -90,7 +90,7 @@ def inconsistencies(results: Iterable[CitationResult], root: Path | None = None)
 
 
 def summary_block(results: Iterable[CitationResult], root: Path | None = None) -> str:
-    """The DESIGN.md block; fabricated citations count as dropped.
+    """The VERIFICATION GATE RESULT block; fabricated citations count as dropped.
 
     Two lines appear only when there is something to say: ``Not audited`` lists the
     links to other repositories' files (counted in the total, never checked), and
