@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.paths import relative
 from pytest_vgate.process import run_git
 from pytest_vgate.process.regular import read_regular
 from pytest_vgate.spec import GatesFileError, load_gates_file
@@ -442,11 +443,11 @@ def import_folders(root: Path, missing: Iterable[str]) -> list[str]:
 
 
 def _rel(path: str, root: Path) -> str:
-    real = Path(os.path.realpath(path))
-    try:
-        return real.relative_to(root).as_posix()
-    except ValueError as exc:
-        raise InitError(f"{path} is outside the gates root {root}; run from the project") from exc
+    """``path`` inside ``root`` (symlinks followed), or an error naming it."""
+    inside = relative(path, root, resolve=True)
+    if inside is None:
+        raise InitError(f"{path} is outside the gates root {root}; run from the project")
+    return inside
 
 
 def write_gates_file(path: Path, text: str, *, force: bool) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
+from pytest_vgate.paths import relative
 from pytest_vgate.report import gate_state
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
@@ -171,8 +172,7 @@ def _discrimination_text(gate: Mapping[str, Any]) -> str:
 def _relative(path: str, rootdir: str) -> str:
     """``path`` relative to the rootdir when it lies inside it (shorter to read)."""
     if rootdir and os.path.isabs(path):
-        inside = os.path.commonpath([rootdir, path]) == rootdir
-        return os.path.relpath(path, rootdir) if inside else path
+        return relative(path, rootdir) or path
     return path
 
 

@@ -7,23 +7,19 @@ selected, and what the exit-status guard found (``python -m pytest_vgate verify`
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.report import SessionDescription
 from pytest_vgate.spec import GatesFile
 
 GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
 OPTIONS = ("base", "require_red", "strict", "timeout", "isolation", "coverage", "repeat", "only")
-
-
-def _rel(path: Path, rootdir: Path) -> str:
-    return Path(os.path.relpath(os.path.realpath(path), os.path.realpath(rootdir))).as_posix()
 
 
 def file_sha256(path: Path) -> str | None:
@@ -35,10 +31,10 @@ def file_sha256(path: Path) -> str | None:
 
 def describe_gates_file(loaded: GatesFile, rootdir: Path) -> dict[str, Any]:
     return {
-        "path": _rel(loaded.path, rootdir),
+        "path": relative(loaded.path, rootdir, resolve=True, climb=True),
         "sha256": file_sha256(loaded.path),
         "gates": [{"id": g.id, "line": g.line, "claim": g.claim} for g in loaded.gates],
-        "citations": [_rel(d, rootdir) for d in loaded.citations],
+        "citations": [relative(d, rootdir, resolve=True, climb=True) for d in loaded.citations],
     }
 
 
@@ -49,7 +45,11 @@ def describe_session(
     trees: dict[str, Any] = {}
     for root in dict.fromkeys(g.root for g in loaded):
         tree = res.evidence_for(root).tree
-        trees[_rel(root, rootdir)] = {"commit": tree.commit, "dirty": tree.dirty, "repo": tree.repo}
+        trees[relative(root, rootdir, resolve=True, climb=True)] = {
+            "commit": tree.commit,
+            "dirty": tree.dirty,
+            "repo": tree.repo,
+        }
     settings = res.settings
     options = {name: getattr(settings, name) for name in OPTIONS}
     options["deselect"] = {
