@@ -67,3 +67,40 @@ def test_a_record_that_does_not_verify_is_ignored_with_a_warning(
     assert records == []
     assert len(warnings) == 1 and "ignored 1 record(s)" in warnings[0], warnings
     assert "MAC does not verify" in warnings[0]
+
+
+def test_repository_identity_survives_a_shallow_clone(tmp_path: Path) -> None:
+    """A shallow clone's boundary is no root: a record made in one checkout of the
+    repository (full or shallow) is bound in the next, by the commit it names."""
+    import dataclasses
+
+    from helpers.git_repo import git
+
+    from pytest_vgate.evidence.identity import tree_state
+    from pytest_vgate.evidence.proof import bind_records
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q")
+    for n in range(3):
+        (origin / "f.txt").write_text(str(n))
+        git(origin, "add", "-A")
+        git(origin, "commit", "-q", "-m", f"c{n}")
+    root = git(origin, "rev-list", "--max-parents=0", "HEAD")
+    full = tree_state(origin)
+    assert full.repo == root
+    shallow_a, shallow_b = tmp_path / "a", tmp_path / "b"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(shallow_a))
+    (origin / "f.txt").write_text("3")
+    git(origin, "commit", "-q", "-am", "c3")
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{origin}", str(shallow_b))
+    made = [make_record(GATE, Verdict(mode=Mode.FAIL, exit_code=1, command=ARGV),
+                        tree=tree, inputs_digest="", where="base", base_ref="HEAD~1",
+                        time="2026-01-01T10:00:00.000000Z")
+            for tree in (full, tree_state(shallow_a))]  # fmt: skip
+    for checkout in (shallow_b, origin):
+        kept, notes = bind_records(made, tree_state(checkout), checkout)
+        assert len(kept) == 2 and notes == [], (checkout, notes)
+    foreign = dataclasses.replace(made[0], tree=dataclasses.replace(full, repo="c" * 40))
+    kept, notes = bind_records([foreign], tree_state(origin), origin)
+    assert kept == [] and "not bound to this repository" in notes[0]

@@ -184,3 +184,34 @@ def test_an_output_over_an_input_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out
     assert f"{option} {target}" in result.stderr.str(), out
     assert {name: (pytester.path / name).read_bytes() for name in before} == before
+
+
+@pytest.mark.parametrize(
+    ("how", "named"),
+    [
+        ("option", "--timeout (pytest-timeout, command line)"),
+        ("ini", "timeout in "),
+        ("env", "PYTEST_TIMEOUT (pytest-timeout)"),
+    ],
+)
+def test_a_pytest_timeout_beyond_the_platform_timer_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str, named: str
+) -> None:
+    """pytest-timeout's value becomes a gate's deadline: 1e20 s overflowed a timer."""
+    import shlex
+    import sys
+
+    pytester.makefile(
+        ".yaml", gates=f"gates:\n  - id: g\n    check: {shlex.quote(sys.executable)} -c pass\n"
+    )
+    args = ["-p", "no:cacheprovider", "-p", "timeout", "--vgate", "gates.yaml"]
+    if how == "option":
+        args += ["--timeout", "1e20"]
+    elif how == "ini":
+        pytester.makeini("[pytest]\ntimeout = 1e20\n")
+    else:
+        monkeypatch.setenv("PYTEST_TIMEOUT", "1e20")
+    result = pytester.runpytest_subprocess(*args)
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert named in text and "OverflowError" not in text, text

@@ -239,12 +239,33 @@ def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
 
 
 def repository_id(top: Path) -> str | None:
-    """The repository's identity: its root commit (the smallest, when history has several)."""
+    """The repository's identity: its root commit (the smallest, when history has several).
+
+    A shallow clone's boundary commits look parentless but are no roots: they move with
+    every checkout. When no real root is reachable the identity is unknown (None), and
+    records are bound by the commits they name alone (``proof.bind_records``).
+    """
     roots = run_git(
         [*GIT_SAFE, "rev-list", "--max-parents=0", "HEAD"], cwd=top, timeout=_GIT_TIMEOUT
     )
     found = sorted(roots.stdout.split()) if roots.exit_code == 0 else []
-    return found[0] if found else None
+    boundary = _shallow_boundary(top)
+    real = [commit for commit in found if commit not in boundary]
+    return real[0] if real else None
+
+
+def _shallow_boundary(top: Path) -> set[str]:
+    """The commits a shallow clone cut history at (``$GIT_DIR/shallow``); empty if none."""
+    where = run_git(
+        [*GIT_SAFE, "rev-parse", "--git-path", "shallow"], cwd=top, timeout=_GIT_TIMEOUT
+    )
+    if where.exit_code != 0 or not where.stdout.strip():
+        return set()
+    path = Path(where.stdout.strip())
+    try:
+        return set((path if path.is_absolute() else top / path).read_text().split())
+    except (OSError, UnicodeDecodeError):
+        return set()
 
 
 def known_commits(top: Path, commits: Iterable[str]) -> set[str] | None:

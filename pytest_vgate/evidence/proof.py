@@ -128,7 +128,9 @@ def bind_records(
     records = list(records)
     if not tree.is_git or not records:
         return records, []
-    ours = [r for r in records if r.tree.repo is not None and r.tree.repo == tree.repo]
+    # A shallow clone cannot name its root (identity None, here or in the record): then a
+    # record is bound by the commit it names, which must exist here.
+    ours = [r for r in records if None in (r.tree.repo, tree.repo) or r.tree.repo == tree.repo]
     foreign = len(records) - len(ours)
     known = known_commits(root, (r.tree.commit or "" for r in ours))
     if known is None:

@@ -407,6 +407,9 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
         return None
     timeout = getattr(settings, "timeout", None)
     if isinstance(timeout, (int, float)) and timeout > 0:
+        from pytest_vgate.plugin.settings import check_seconds
+
+        check_seconds(timeout, f"pytest-timeout's timeout for {item.nodeid} (a timeout marker?)")
         item.vgate_pytest_timeout = float(timeout)  # type: ignore[attr-defined]
     return True
 

@@ -6,6 +6,7 @@ file). Loaded only when vgate is in use (the entry point declares the options al
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -166,6 +167,37 @@ def _timeout(config: pytest.Config) -> float | None:
     return seconds
 
 
+def check_seconds(raw: object, where: str) -> None:
+    """A deadline from ``where`` that a gate would get must be one the platform's timers
+    take: a usage error naming the source, never an ``OverflowError`` in a run."""
+    try:
+        seconds = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return  # not a number: its owner (pytest-timeout) reports it
+    if seconds > MAX_TIMEOUT or math.isnan(seconds):
+        raise pytest.UsageError(
+            f"pytest-vgate: {where} is {str(raw)[:40]!r} seconds, more than a gate's deadline "
+            f"can be ({MAX_TIMEOUT:g}); give at most {MAX_TIMEOUT:g}, or 0 for no timeout"
+        )
+
+
+def _check_pytest_timeout(config: pytest.Config) -> None:
+    """pytest-timeout's value becomes our items' default deadline: check it where it came
+    from (its option, its ini key, ``PYTEST_TIMEOUT``)."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    given = config.getoption("timeout", default=None)
+    if given is not None:
+        check_seconds(given, "--timeout (pytest-timeout, command line)")
+    with contextlib.suppress(ValueError):
+        ini = config.getini("timeout")
+        if ini not in (None, ""):
+            check_seconds(ini, f"timeout in {config.inipath or 'the ini file'} (pytest-timeout)")
+    env = os.environ.get("PYTEST_TIMEOUT")
+    if env:
+        check_seconds(env, "PYTEST_TIMEOUT (pytest-timeout)")
+
+
 def _require_red(config: pytest.Config, base: str | None) -> bool:
     """Command line, else an ini value that is set, else: required under a base."""
     given = config.getoption("vgate_require_red")
@@ -240,6 +272,7 @@ def read_settings(config: pytest.Config) -> Settings:
     """Resolve options and ini into ``Settings``; bad values are usage errors."""
     given_timeout = _timeout(config)
     timeout = DEFAULT_TIMEOUT if given_timeout is None else given_timeout
+    _check_pytest_timeout(config)
     isolation = _value(config, "vgate_isolation") or "auto"
     if isolation not in ISOLATION_CHOICES:  # the command line's choices are argparse's
         raise pytest.UsageError(
