@@ -811,6 +811,22 @@ def test_change_between_a_base_worktree_and_the_tree(bugfix: BugFixRepo) -> None
     assert "pkg/mathx.py" in change.tree and not change.error
 
 
+def test_paths_that_are_no_part_of_the_tree_are_no_change(bugfix: BugFixRepo) -> None:
+    # xdist's copy of pytest in a worker's checkout, a report the session writes: untracked
+    # Python files that are neither changed code nor code to plant mutants in.
+    copy = bugfix.root / "_pytest"
+    copy.mkdir()
+    (copy / "__init__.py").write_text("def main():\n    return 0\n")
+    (bugfix.root / "own.py").write_text("x = 1\n")
+    with BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"]) as base:
+        seen = compute_change(base.repo, base.path, base.sha)
+        left = compute_change(
+            base.repo, base.path, base.sha, exclude=[copy, bugfix.root / "own.py"]
+        )
+    assert {"_pytest/__init__.py", "own.py"} <= set(seen.head_changed)
+    assert set(left.head_changed) == {"pkg/mathx.py"}
+
+
 def _change(tmp_path: Path) -> Change:
     return Change(
         head_top=str(tmp_path / "head"),

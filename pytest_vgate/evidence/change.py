@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pytest_vgate.evidence.defined import added_modules, added_names, is_test_pa
 from pytest_vgate.evidence.identity import GIT_SAFE
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
+from pytest_vgate.paths import relative
 from pytest_vgate.process import run_git
 
 PYTHON_SUFFIXES = (".py", ".pyw")
@@ -156,9 +157,27 @@ def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
     return [p for p in result.stdout.split("\0") if p]
 
 
-def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
+def _inside(paths: Sequence[Path], top: str) -> tuple[str, ...]:
+    """``paths`` that lie inside ``top``, relative to it (POSIX)."""
+    found = []
+    for path in paths:
+        rel = relative(path, top, resolve=True)
+        if rel is not None and rel != ".":
+            found.append(rel)
+    return tuple(found)
+
+
+def _excluded(rel: str, left_out: Sequence[str]) -> bool:
+    return any(rel == out or rel.startswith(out + "/") for out in left_out)
+
+
+def compute_change(
+    head_top: Path, base_top: Path, base_sha: str, exclude: Sequence[Path] = ()
+) -> Change:
     """The change from the base worktree ``base_top`` (at ``base_sha``) to ``head_top``.
 
+    ``exclude``: paths that are no part of the tree (files the session writes, the copies
+    of pytest xdist puts into a worker's checkout): never changed code, never mutated.
     Never raises: a git failure is a Change with ``error`` set (judged as unmeasured).
     """
     head_real, base_real = os.path.realpath(head_top), os.path.realpath(base_top)
@@ -173,8 +192,9 @@ def compute_change(head_top: Path, base_top: Path, base_sha: str) -> Change:
     anchors: dict[str, frozenset[int]] = {}
     definitions: dict[str, frozenset[int]] = {}
     defined: set[str] = set()
+    left_out = _inside(exclude, head_real)
     for rel in sorted({*diffed, *untracked}):
-        if not rel.endswith(PYTHON_SUFFIXES):
+        if not rel.endswith(PYTHON_SUFFIXES) or _excluded(rel, left_out):
             continue
         base_text = _read(Path(base_real) / rel)
         head_text = _read(Path(head_real) / rel)

@@ -49,6 +49,8 @@ class Evidence:
     base_ref: str | None = None
     base_trees: dict[str, TreeState] = field(default_factory=dict)  # worktree path -> state
     changes: dict[str, Change] = field(default_factory=dict)  # worktree path -> change
+    # Paths no part of the tree: the session's own files, xdist's copies of pytest.
+    not_the_tree: tuple[Path, ...] = ()
     # In the process that writes the ledger (``remember_built``): each record's JSON object
     # as ``encode`` made it, by id, with the record (see ``record_of``).
     remember_built: bool = False
@@ -70,8 +72,9 @@ class Evidence:
         """
         ledger = Ledger(ledger_path) if ledger_path is not None else Ledger.default(root)
         records, warnings = ledger.read()
+        not_the_tree = (ledger.file, *exclude)
         if tree is None:
-            tree = tree_state(root, exclude=[ledger.file, *exclude])
+            tree = tree_state(root, exclude=not_the_tree)
         kept, dropped = bind_records(records, tree, root)
         history: dict[str, list[Record]] = {}
         for record in kept:
@@ -83,6 +86,7 @@ class Evidence:
             history=history,
             warnings=[*warnings, *(ledger.warning(text) for text in dropped)],
             base_ref=base_ref,
+            not_the_tree=not_the_tree,
         )
 
     def encode(self, records: Sequence[Record]) -> tuple[dict[str, Any], ...]:
@@ -114,7 +118,9 @@ class Evidence:
         """The change from this base worktree to the current tree, computed once."""
         key = str(base.path)
         if key not in self.changes:
-            self.changes[key] = compute_change(base.repo, base.path, base.sha)
+            self.changes[key] = compute_change(
+                base.repo, base.path, base.sha, exclude=self.not_the_tree
+            )
         return self.changes[key]
 
 

@@ -111,7 +111,8 @@ def adopt_remote(
         res.inventories[str(root)] = inventory
         found.extend(_tool_differences(theirs.get("tools", {}), inventory))
         ledger = Ledger(str(theirs.get("ledger") or Ledger.default(root).path))
-        tree = tree_state(root, exclude=[*exclude, ledger.file, *res.own_files])
+        not_the_tree = (*exclude, ledger.file, *res.own_files)
+        tree = tree_state(root, exclude=not_the_tree)
         if tree.commit != theirs.get("commit"):
             found.append(
                 f"this checkout is at commit {tree.commit}, the controller's at "
@@ -130,7 +131,12 @@ def adopt_remote(
             record = Record.from_dict(data)
             history.setdefault(record.gate_id, []).append(record)
         res.cache[f"evidence:{root}"] = Evidence(
-            root=root, ledger=ledger, tree=tree, history=history, base_ref=res.settings.base
+            root=root,
+            ledger=ledger,
+            tree=tree,
+            history=history,
+            base_ref=res.settings.base,
+            not_the_tree=not_the_tree,
         )
         if res.settings.base and not found:
             shared = SharedBase.make(
