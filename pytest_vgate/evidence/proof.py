@@ -8,7 +8,7 @@ executed (``CoverageResult``), into ledger records and an ``RbgResult``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -300,6 +300,7 @@ def prove(
     if then is not None:
         result = judge_execution(gate, result, coverage, argv_missing)
         result = _missing_feature(result, series, then, coverage)
+        result = _fixed_hang(result, series, then, coverage)
         result = _green_reached(result, coverage)
         if base_root is not None:
             result = _overlay_hint(gate, result, base_root)
@@ -329,6 +330,45 @@ def _missing_feature(
         reason=f"red on the base because the feature is missing there ({line}), green now",
         red_evidence=red,
     )
+
+
+def _fixed_hang(
+    result: RbgResult, series: Series, red: Record, coverage: CoverageResult | None
+) -> RbgResult:
+    """A base run killed at its deadline while it was executing the changed code is a
+    genuine red: the change removed a hang. Killed anywhere else (or not measured), the
+    timeout stays a non-result of the environment."""
+    if result.status is not Rbg.WEAK_RED or coverage is None or coverage.red is None:
+        return result
+    base = series.reds[0] if series.reds else None
+    if base is None or base.mode is not Mode.TIMEOUT or coverage.contaminated:
+        return result
+    if any(run.mode is not Mode.TIMEOUT for run in series.reds):
+        return result  # every red run must have hung, as every red must share a signature
+    reach = coverage.red
+    if not reach.measured or not reach.reached:
+        return result
+    where = hang_site(coverage.change.base_changed, reach.executed)
+    return RbgResult(
+        Rbg.PROVEN,
+        ok=True,
+        reason=(
+            f"red on the base: its run was still executing the changed code ({where}) when "
+            "its deadline killed it, and the check passes now: the change removed a hang"
+        ),
+        red_evidence=red,
+    )
+
+
+def hang_site(changed: Mapping[str, frozenset[int]], executed: Mapping[str, frozenset[int]]) -> str:
+    """``path:lines`` of the changed lines a killed run had executed (where it hung)."""
+    sites = []
+    for path, lines in sorted(changed.items()):
+        ran = sorted(lines & executed.get(path, frozenset()))
+        if ran:
+            shown = ", ".join(map(str, ran[:6])) + (", ..." if len(ran) > 6 else "")
+            sites.append(f"{path}:{shown}")
+    return "; ".join(sites) or "the changed file"
 
 
 def _green_reached(result: RbgResult, coverage: CoverageResult | None) -> RbgResult:
