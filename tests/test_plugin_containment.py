@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from helpers.junit import junit_cases
 from helpers.procs import (
     PY,
     SLEEPER,
+    as_unprivileged,
     kill_all,
     new_marker,
     run_unprivileged_session,
@@ -247,6 +249,45 @@ def test_strict_without_namespaces_fails_the_gate_with_sandbox(pytester: pytest.
     assert "required isolation missing" in done.stdout
     assert "vgate: isolation strict: subreaper" in done.stdout
     assert "command checks and verifiers fail with mode sandbox" in done.stdout
+
+
+@pytest.mark.skipif(not unshare_available(), reason="needs unshare(1) and user namespaces")
+@pytest.mark.parametrize("level", ["auto", "strict"])
+def test_auto_without_root_keeps_the_users_world_and_strict_trades_it(
+    pytester: pytest.Pytester, level: str
+) -> None:
+    """Without root a PID namespace needs a user namespace, in which setuid and file owners
+    mean something else: ``auto`` takes the subreaper instead (what a check sees is what it
+    sees without pytest-vgate); ``strict`` takes the namespace, as documented."""
+    write(
+        pytester.path / "conftest.py",
+        "import os\n"
+        "with open('session-userns', 'w') as f:\n"
+        "    f.write(os.readlink('/proc/self/ns/user'))\n",
+    )
+    check = (
+        "import os, sys; "
+        "sys.exit(os.readlink('/proc/self/ns/user') != open('session-userns').read())"
+    )
+    write(
+        pytester.path / "gates.yaml",
+        f"gates:\n  - id: same-user-namespace\n    check: {PY} -c {shlex.quote(check)}\n",
+    )
+    junit = pytester.path / "junit.xml"
+    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "--vgate", "gates.yaml",
+            "--vgate-isolation", level, f"--junitxml={junit}"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        as_unprivileged(argv, userns=True),
+        cwd=pytester.path, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    outcome = junit_cases(junit)["same-user-namespace"]["vgate_mode"]
+    if level == "auto":
+        assert (done.returncode, outcome) == (0, "pass"), done.stdout[-3000:]
+        assert "vgate: isolation auto: subreaper" in done.stdout
+    else:  # its own user namespace: the price of a private PID namespace without root
+        assert (done.returncode, outcome) == (1, "fail"), done.stdout[-3000:]
+        assert "vgate: isolation strict: private PID namespace" in done.stdout
 
 
 def test_isolation_option_rejects_unknown_levels(pytester: pytest.Pytester) -> None:

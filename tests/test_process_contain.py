@@ -247,21 +247,29 @@ def test_auto_without_namespaces_still_kills_every_descendant(tmp_path: Path) ->
 
 
 @needs_unshare
-def test_an_unprivileged_user_gets_the_namespace_too() -> None:
+@pytest.mark.parametrize(
+    ("isolation", "expected"), [("strict", "namespace"), ("auto", "contained")]
+)
+def test_an_unprivileged_user_gets_the_namespace_only_when_strict(
+    isolation: str, expected: str
+) -> None:
+    """Without root, a PID namespace comes inside a user namespace: ``strict`` takes it;
+    ``auto`` keeps the user's world (owners, setuid) and takes the subreaper."""
     code = (
         "import os, sys\n"
         "from pytest_vgate.process import run_process\n"
         "r = run_process(['sh', '-c', 'id -u; ls /proc | grep -c \"^[0-9]\"'], cwd='/', "
-        "env={'PATH': sys.argv[1]}, timeout=30)\n"
+        f"env={{'PATH': sys.argv[1]}}, timeout=30, isolation={isolation!r})\n"
         "print(os.geteuid(), r.isolation, r.exit_code, r.stdout.split())\n"
     )
     r = _run_unprivileged(code, userns=True)
     assert r.returncode == 0, r.stderr
     euid, level, code_, out = r.stdout.split(" ", 3)
-    assert (euid, level, code_) == ("1000", "namespace", "0")
+    assert (euid, level, code_) == ("1000", expected, "0")
     uid, count = json.loads(out.replace("'", '"'))
     assert uid == "1000"  # the check runs as the same user, not as root of a namespace
-    assert int(count) <= 5
+    if expected == "namespace":
+        assert int(count) <= 5  # its own /proc: only its own processes
 
 
 # --- the shepherd itself -------------------------------------------------------------------

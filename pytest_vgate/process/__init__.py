@@ -171,7 +171,7 @@ def run_process(
         from pytest_vgate.process import contain
 
         pool = shepherds if shepherds is not None else contain.POOL
-        shepherd = pool.take()
+        shepherd = pool.take(contain.shepherd_for(level))
         if level == "strict" and (shepherd is None or shepherd.level != "namespace"):
             why = shepherd.detail if shepherd is not None else pool.failure("namespace")
             if shepherd is not None:

@@ -57,6 +57,7 @@ class Shepherd:
     early_exit: dict[str, Any] | None = None  # a quiet check's exit, read by started()
 
     def __init__(self, want: str) -> None:
+        self.want = want
         if not sys.executable or not os.path.isdir("/proc"):
             raise ShepherdError("needs a Python executable and /proc")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -333,6 +334,18 @@ def under_a_shepherd() -> bool:
     return False
 
 
+def shepherd_for(isolation: str) -> str:
+    """What a shepherd is asked for under ``isolation`` (``auto`` or ``strict``).
+
+    A PID namespace needs a user namespace when pytest is not root, and inside one the
+    check's world changes: setuid helpers gain nothing and root's files show uid 65534.
+    ``auto`` must not change what a legitimate check sees, so without root it asks for the
+    subreaper (every descendant is still killed); ``strict`` asks for the namespace
+    whatever it costs.
+    """
+    return "namespace" if isolation == "strict" or os.geteuid() == 0 else "contained"
+
+
 class Pool:
     """Idle shepherds of this process, by what was asked of them (``namespace``/``contained``).
 
@@ -385,7 +398,7 @@ class Pool:
             shepherd.discard()
             return
         with self._lock:
-            self._idle.setdefault("namespace", []).append(shepherd)
+            self._idle.setdefault(shepherd.want, []).append(shepherd)
             _HOLDING.add(self)  # its idle shepherds are stopped at exit, if not before
 
     def failure(self, want: str) -> str:
@@ -398,9 +411,10 @@ class Pool:
         cached = self._probe.get(isolation)
         if cached is not None:
             return cached
-        shepherd = self.take("namespace")
+        want = shepherd_for(isolation)
+        shepherd = self.take(want)
         if shepherd is None:
-            result = ("group", self.failure("namespace") or "no shepherd")
+            result = ("group", self.failure(want) or "no shepherd")
         else:
             result = (shepherd.level, shepherd.detail)
             self.give_back(shepherd)

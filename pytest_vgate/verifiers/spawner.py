@@ -105,7 +105,7 @@ class ZygoteHost:
                 json.dumps(sys.path),
                 str(theirs.fileno()),
                 json.dumps(preload),
-                "none" if self._isolation == "off" else "namespace",
+                "none" if self._isolation == "off" else _zygote_want(self._isolation),
             ]
             try:
                 proc = start_helper(argv, env=env, cwd=os.getcwd(), pass_fds=[theirs.fileno()])
@@ -337,3 +337,12 @@ def _forget_all_in_child() -> None:
 
 atexit.register(_shutdown_all)
 os.register_at_fork(after_in_child=_forget_all_in_child)
+
+
+def _zygote_want(isolation: str) -> str:
+    """The base zygote's namespace, as for checks (``contain.shepherd_for``): without root,
+    ``auto`` takes none, so verifiers see the uids and setuid behaviour they would see
+    without pytest-vgate."""
+    from pytest_vgate.process.contain import shepherd_for
+
+    return "namespace" if shepherd_for(isolation) == "namespace" else "none"
