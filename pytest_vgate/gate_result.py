@@ -42,7 +42,7 @@ from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
-from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
+from pytest_vgate.verdict import ISOLATION_KEY, Cause, Mode, Rbg, Verdict
 
 if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree
@@ -92,6 +92,7 @@ class GateResult:
             rbg=self.rbg,
             rbg_reason=self.rbg_reason,
             exit_code=v.exit_code,
+            isolation=_isolation(v),
             duration=round(v.duration, 6),
             command=tuple(v.command or self.gate.argv),
             detail=v.detail,
@@ -442,3 +443,9 @@ def _argv_text(argv: Sequence[str]) -> str:
     import shlex
 
     return shlex.join(argv)
+
+
+def _isolation(verdict: Verdict) -> str | None:
+    """What contained the run (a command check's process; None where no process ran)."""
+    found = verdict.extra.get(ISOLATION_KEY)
+    return found if isinstance(found, str) else None

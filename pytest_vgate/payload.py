@@ -96,6 +96,7 @@ class CheckPayload(Jsonable):
     rbg: Rbg | None = None
     rbg_reason: str = ""
     exit_code: int | None = None
+    isolation: str | None = None  # what contained the run now: namespace, contained, group
     duration: float = field(default=0.0, metadata=rounded(6))
     command: tuple[str, ...] = ()
     detail: str = ""

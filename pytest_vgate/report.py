@@ -42,6 +42,7 @@ GATE_FIELDS = (
     "rbg",
     "rbg_reason",
     "exit_code",
+    "isolation",
     "duration",
     "command",
     "detail",

@@ -27,7 +27,7 @@ from pytest_vgate.process.tools import ToolInventory, toolchain_bin
 from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate, GatesFileError, gate_from_mapping, values
 from pytest_vgate.spec.kinds import kind_of
-from pytest_vgate.verdict import Cause, Mode, ToolRecord, Verdict
+from pytest_vgate.verdict import ISOLATION_KEY, Cause, Mode, ToolRecord, Verdict
 
 if TYPE_CHECKING:
     from pytest_vgate.citations import Citation, CitationChecker, CitationResult
@@ -182,6 +182,8 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         if probe is not None:
             measured = probe.collect()
     verdict = verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+    if result.isolation:  # what contained this run: namespace, contained or group
+        verdict = replace(verdict, extra={**verdict.extra, ISOLATION_KEY: result.isolation})
     if measured is not None:
         verdict = replace(verdict, extra={**verdict.extra, MEASURED_KEY: measured})
     return verdict

@@ -119,6 +119,9 @@ class CheckVerdict(Jsonable):
         return self.mode is Mode.PASS
 
 
+ISOLATION_KEY = "isolation"  # extra: what contained the run (ProcessResult.isolation)
+
+
 @dataclass(frozen=True)
 class Verdict(Jsonable):
     """What one run of one check observed. ``ok`` is true only for mode ``pass``."""

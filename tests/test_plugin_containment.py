@@ -281,12 +281,13 @@ def test_auto_without_root_keeps_the_users_world_and_strict_trades_it(
         as_unprivileged(argv, userns=True),
         cwd=pytester.path, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
-    outcome = junit_cases(junit)["same-user-namespace"]["vgate_mode"]
+    case = junit_cases(junit)["same-user-namespace"]
+    outcome, isolation = case["vgate_mode"], case["vgate_isolation"]
     if level == "auto":
-        assert (done.returncode, outcome) == (0, "pass"), done.stdout[-3000:]
+        assert (done.returncode, outcome, isolation) == (0, "pass", "contained"), done.stdout
         assert "vgate: isolation auto: subreaper" in done.stdout
     else:  # its own user namespace: the price of a private PID namespace without root
-        assert (done.returncode, outcome) == (1, "fail"), done.stdout[-3000:]
+        assert (done.returncode, outcome, isolation) == (1, "fail", "namespace"), done.stdout
         assert "vgate: isolation strict: private PID namespace" in done.stdout
 
 

@@ -99,6 +99,7 @@ class VgateItem(pytest.Item):
             ("cause", payload.cause),
             ("exit_code", payload.exit_code),
             ("rbg", payload.rbg),
+            ("isolation", payload.isolation),
         ):
             if value is not None and value != "":
                 self.user_properties.append((f"vgate_{name}", str(value)))
