@@ -27,10 +27,12 @@ Records go to ``lines.<pid>.<random>`` in the run's folder the moment they happe
 append, close: nothing is lost at ``os._exit`` or a kill, and a check that closes file
 descriptors never gets a record in one of its files): ``s ENGINE EXE`` when measuring
 starts, ``p N PATH`` when a measured file first runs, ``l N LINE`` for each line once,
-``x WHY`` for what could not be measured (texts hex-encoded). Afterwards the folder leaves
-``sys.path`` and ``sitecustomize`` is the one the check would have had (or none), and
-every function left running here carries the file name ``CODE_NAME``, which coverage.py
-and tracebacks treat as no file at all.
+``x WHY`` for what could not be measured (texts hex-encoded), and ``n NODE`` when the
+process raises the audit event ``NODE_EVENT`` (a batch of pytest nodes starting the next
+one): lines are then reported once per node, each after the marker of the node that ran
+it. Afterwards the folder leaves ``sys.path`` and ``sitecustomize`` is the one the check
+would have had (or none), and every function left running here carries the file name
+``CODE_NAME``, which coverage.py and tracebacks treat as no file at all.
 """
 
 import os
@@ -49,6 +51,7 @@ TOOL_IDS = (4, 3)  # free by convention: 0 debugger, 1 coverage, 2 profiler, 5 o
 TOOL_NAME = "pytest-vgate"
 SITE_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"})
+NODE_EVENT = "pytest-vgate.node"  # sys.audit(NODE_EVENT, nodeid): the next node starts
 IGNORED_FLAGS = frozenset("IES")  # python flags that skip PYTHONPATH or sitecustomize
 
 
@@ -76,6 +79,14 @@ class _Run:
         self.seen: set[tuple[int, int]] = set()
         self.said: set[str] = set()
         self.busy = False  # our own writes raise audit events too
+        self.restart: Callable[[], object] | None = None  # report every line again
+
+    def node(self, name: str) -> None:
+        """A new node starts: mark it, and report each line again from here on."""
+        self.put(f"n {_hex(name)}\n")
+        self.seen.clear()
+        if self.restart is not None:
+            self.restart()
 
     def put(self, text: str) -> None:
         try:
@@ -184,11 +195,13 @@ def _audit(
     spawn = SPAWN_EVENTS
 
     def hook(event: str, args: "tuple[object, ...]") -> None:
-        if run.busy or (event not in spawn and event != "sys.settrace"):
+        if run.busy or (event not in spawn and event != "sys.settrace" and event != NODE_EVENT):
             return
         run.busy = True
         try:
-            if event == "sys.settrace":
+            if event == NODE_EVENT:
+                run.node(_text(args[0]) if args else "")
+            elif event == "sys.settrace":
                 if tracer is not None:
                     _settrace_seen(run, tracer)
             elif event == "subprocess.Popen":
@@ -252,6 +265,7 @@ def _monitor(run: _Run) -> None:
             run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
         return disable
 
+    run.restart = mon.restart_events
     mon.register_callback(tool, mon.events.PY_START, py_start)
     mon.register_callback(tool, line_event, line)
     mon.set_events(tool, mon.events.PY_START)

@@ -8,7 +8,7 @@ executed (``CoverageResult``), into ledger records and an ``RbgResult``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -292,6 +292,7 @@ def prove(
     if then is not None:
         result = judge_execution(gate, result, coverage, argv_missing)
         result = _missing_feature(result, series, then, coverage)
+        result = _hung_in_change(result, series, then, coverage)
         result = _green_reached(result, coverage)
         if base_root is not None:
             result = _overlay_hint(gate, result, base_root)
@@ -319,6 +320,34 @@ def _missing_feature(
         reason=f"red on the base because the feature is missing there ({line}), green now",
         red_evidence=red,
     )
+
+
+def _hung_in_change(
+    result: RbgResult, series: Series, red: Record, coverage: CoverageResult | None
+) -> RbgResult:
+    """A weak red whose base run was killed at its deadline after executing base-side
+    changed lines is genuine: the change removed a hang there (an infinite loop)."""
+    if result.status is not Rbg.WEAK_RED or coverage is None or coverage.contaminated:
+        return result
+    base = series.reds[0] if series.reds else None
+    reach = coverage.red
+    if base is None or base.mode is not Mode.TIMEOUT or reach is None or not reach.measured:
+        return result
+    if not reach.executed:
+        return result
+    return RbgResult(
+        Rbg.PROVEN,
+        ok=True,
+        reason="red on the base because it hung in the changed code (killed at its deadline "
+        f"after executing {describe_executed(reach.executed)}), green now",
+        red_evidence=red,
+    )
+
+
+def describe_executed(executed: Mapping[str, frozenset[int]]) -> str:
+    """``path:line`` of the first few changed lines a run executed."""
+    shown = [f"{path}:{line}" for path in sorted(executed) for line in sorted(executed[path])]
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
 
 def _green_reached(result: RbgResult, coverage: CoverageResult | None) -> RbgResult:
