@@ -30,7 +30,7 @@ def session(root: Path, base: str, *args: str) -> tuple[int, dict[str, dict[str,
     argv = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
-        f"--vgate-ledger={ledger}", "-m", "vgate", *args,
+        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
     ]  # fmt: skip
     proc = subprocess.run(
         argv,

@@ -29,6 +29,7 @@ from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping
 
+SLOW_BOUND = 1800  # seconds: two sessions of several gates, a hang bound only
 BATCHED = "in a batch of"  # what a verdict taken from a batch says in its output
 
 
@@ -41,7 +42,7 @@ def session(
     argv = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
         "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
-        f"--vgate-ledger={ledger}", "-m", "vgate", *args,
+        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
     ]  # fmt: skip
     proc = subprocess.run(
         argv,
@@ -96,6 +97,7 @@ def assert_same(
     assert auto[0] == off[0], auto[2]
 
 
+@pytest.mark.timeout(SLOW_BOUND)
 def test_batches_give_the_verdicts_of_solo_runs(tmp_path: Path, dist_args: list[str]) -> None:
     off, auto = both(tmp_path, GATES, None, *dist_args)
     assert_same(off, auto)
@@ -124,6 +126,7 @@ FAULTS: dict[str, tuple[str, dict[str, str] | None]] = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SLOW_BOUND)
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_batch_that_cannot_answer_falls_back_to_solo_runs(tmp_path: Path, fault: str) -> None:
     gates, extra = FAULTS[fault]
