@@ -161,18 +161,23 @@ def evaluate_gate(
         first = run_check(gate, green_ctx)
         if first.mode is Mode.JUDGMENT:
             return decide(gate, first, strict=strict)
-    for i in range(max(1, repeat)):
-        # Green first: its duration bounds the base run's deadline (a hang the change
-        # removed costs seconds, not the gate's whole timeout).
-        given = batched if i == 0 and batched is not None else (None, None)
-        green = first if i == 0 and first is not None else given[0] or run_check(gate, green_ctx)
-        greens.append(green)
-        if Series(tuple(greens), tuple(reds)).flaky:
-            break  # the first disagreement settles it: the check is flaky
-        if red_ctx is not None:
-            reds.append(given[1] or run_base(gate, red_ctx, green))
+    if repeat > 1:  # interleaved, red first, as in the change's own history
+        for i in range(repeat):
+            if red_ctx is not None:
+                reds.append(run_check(gate, red_ctx))
+                if Series(tuple(greens), tuple(reds)).flaky:
+                    break  # the first disagreement settles it: the check is flaky
+            greens.append(first if i == 0 and first is not None else run_check(gate, green_ctx))
             if Series(tuple(greens), tuple(reds)).flaky:
                 break
+    else:
+        # Green first: its duration bounds the base run's deadline (a hang the change
+        # removed costs seconds, not the gate's whole timeout).
+        given = batched if batched is not None else (None, None)
+        green = first if first is not None else given[0] or run_check(gate, green_ctx)
+        greens.append(green)
+        if red_ctx is not None:
+            reds.append(given[1] or run_base(gate, red_ctx, green))
     assert evidence is not None
     green_runs = [take_measured(v) for v in greens]
     red_runs = [take_measured(v) for v in reds]
