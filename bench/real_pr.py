@@ -141,8 +141,9 @@ def subjects(
         return run_child(argv, cwd=repo, env=env).check((0, 1), what="two runs")
 
     runs: list[tuple[str, Callable[[], Run]]] = [("vgate", vgate), ("two runs", two_runs)]
-    if batch:  # the same session with batches on, in the same rounds
+    if batch:  # the same session with batches on, and with every gate alone
         runs.append(("vgate batch", lambda: vgate("--vgate-batch=auto")))
+        runs.append(("vgate solo", lambda: vgate("--vgate-batch=off")))
     return runs
 
 
@@ -153,7 +154,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="*", type=int, default=[1, 5, 20, 50])
     parser.add_argument("--cache", type=Path, help="a folder for the downloaded sdists")
     parser.add_argument(
-        "--batch", action="store_true", help="also time vgate with --vgate-batch auto"
+        "--batch", action="store_true", help="also time vgate with --vgate-batch auto and off"
     )
     args = parser.parse_args()
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
@@ -178,8 +179,8 @@ def main() -> None:
             v, a = series["vgate"], series["two runs"]
             row: list[object] = [pair, count, v.median, a.median, ratio(v.median, a.median)]
             if args.batch:
-                b = series["vgate batch"].median
-                row += [b, ratio(b, a.median)]
+                b, o = series["vgate batch"].median, series["vgate solo"].median
+                row += [b, ratio(b, a.median), o, ratio(o, a.median)]
             rows.append(row)
         scale: list[tuple[int, float, float, float | None]] = []
         if args.scale:
@@ -195,7 +196,8 @@ def main() -> None:
                 scale.append((size, series["vgate"].median, series["two runs"].median, batched))
     print()
     batch_cols = ["batch s", "batch/two runs"] if args.batch else []
-    print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *batch_cols], rows))
+    pair_cols = [*batch_cols, "solo s", "solo/two runs"] if args.batch else []
+    print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *pair_cols], rows))
     if scale:
         print()
         print(table(["gates", "vgate s", "two runs s", "ratio", *batch_cols],
