@@ -123,13 +123,15 @@ def scaled_gates(repo: Path, test_file: str, size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def subjects(repo: Path, gates: str, env: dict[str, str]) -> list[tuple[str, Callable[[], Run]]]:
+def subjects(
+    repo: Path, gates: str, env: dict[str, str], batch: bool = False
+) -> list[tuple[str, Callable[[], Run]]]:
     nodes, overlay = nodes_of(repo / gates)
 
-    def vgate() -> Run:
+    def vgate(*extra: str) -> Run:
         shutil.rmtree(repo / ".vgate", ignore_errors=True)
         argv = pytest_argv("-p", "no:cacheprovider", "-q", "--vgate", gates, "--vgate-only",
-                           "--vgate-base", "HEAD~1")  # fmt: skip
+                           "--vgate-base", "HEAD~1", *extra)  # fmt: skip
         return run_child(argv, cwd=repo, env=env).check((0, 1), what="vgate")
 
     def two_runs() -> Run:
@@ -138,7 +140,11 @@ def subjects(repo: Path, gates: str, env: dict[str, str]) -> list[tuple[str, Cal
                 "--", *nodes]  # fmt: skip
         return run_child(argv, cwd=repo, env=env).check((0, 1), what="two runs")
 
-    return [("vgate", vgate), ("two runs", two_runs)]
+    runs: list[tuple[str, Callable[[], Run]]] = [("vgate", vgate), ("two runs", two_runs)]
+    if batch:  # the same session with batches on, and with every gate alone
+        runs.append(("vgate batch", lambda: vgate("--vgate-batch=auto")))
+        runs.append(("vgate solo", lambda: vgate("--vgate-batch=off")))
+    return runs
 
 
 def main() -> None:
@@ -147,6 +153,9 @@ def main() -> None:
     parser.add_argument("--scale", choices=sorted(PAIRS), help="also time 1..50 gates on it")
     parser.add_argument("--sizes", nargs="*", type=int, default=[1, 5, 20, 50])
     parser.add_argument("--cache", type=Path, help="a folder for the downloaded sdists")
+    parser.add_argument(
+        "--batch", action="store_true", help="also time vgate with --vgate-batch auto and off"
+    )
     args = parser.parse_args()
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
     pairs = args.pairs or (["toolz"] if args.quick else sorted(PAIRS))
@@ -165,10 +174,15 @@ def main() -> None:
             ).check(what="--vgate-init")  # fmt: skip
             count = len(nodes_of(repo / "gates.yaml")[0])
             print(f"{pair}: {count} gates from --vgate-init ({init.wall:.2f} s)", flush=True)
-            series = alternate(rounds, subjects(repo, "gates.yaml", env), verbose=not args.quiet)
+            runs = subjects(repo, "gates.yaml", env, args.batch)
+            series = alternate(rounds, runs, verbose=not args.quiet)
             v, a = series["vgate"], series["two runs"]
-            rows.append([pair, count, v.median, a.median, ratio(v.median, a.median)])
-        scale: list[tuple[int, float, float]] = []
+            row: list[object] = [pair, count, v.median, a.median, ratio(v.median, a.median)]
+            if args.batch:
+                b, o = series["vgate batch"].median, series["vgate solo"].median
+                row += [b, ratio(b, a.median), o, ratio(o, a.median)]
+            rows.append(row)
+        scale: list[tuple[int, float, float, float | None]] = []
         if args.scale:
             repo = work / args.scale
             if not repo.exists():
@@ -176,19 +190,28 @@ def main() -> None:
             for size in args.sizes:
                 name = f"scale-{size}.yaml"
                 (repo / name).write_text(scaled_gates(repo, PAIRS[args.scale][3], size))
-                series = alternate(rounds, subjects(repo, name, env), verbose=not args.quiet)
-                scale.append((size, series["vgate"].median, series["two runs"].median))
+                runs = subjects(repo, name, env, args.batch)
+                series = alternate(rounds, runs, verbose=not args.quiet)
+                batched = series["vgate batch"].median if args.batch else None
+                scale.append((size, series["vgate"].median, series["two runs"].median, batched))
     print()
-    print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs"], rows))
+    batch_cols = ["batch s", "batch/two runs"] if args.batch else []
+    pair_cols = [*batch_cols, "solo s", "solo/two runs"] if args.batch else []
+    print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *pair_cols], rows))
     if scale:
         print()
-        print(table(["gates", "vgate s", "two runs s", "ratio"],
-                    [[n, v, a, ratio(v, a)] for n, v, a in scale]))  # fmt: skip
-        (n0, v0, a0), (n1, v1, a1) = scale[0], scale[-1]
+        print(table(["gates", "vgate s", "two runs s", "ratio", *batch_cols],
+                    [[n, v, a, ratio(v, a), *([b, ratio(b, a)] if b is not None else [])]
+                     for n, v, a, b in scale]))  # fmt: skip
+        (n0, v0, a0, b0), (n1, v1, a1, b1) = scale[0], scale[-1]
         if n1 > n0:
             slope_v, slope_a = (v1 - v0) / (n1 - n0), (a1 - a0) / (n1 - n0)
             print(f"\nper gate: vgate {slope_v * 1000:.0f} ms, two runs {slope_a * 1000:.0f} ms, "
                   f"ratio of slopes {ratio(slope_v, slope_a):.2f}")  # fmt: skip
+            if b0 is not None and b1 is not None:
+                slope_b = (b1 - b0) / (n1 - n0)
+                print(f"per gate with batches: {slope_b * 1000:.0f} ms, "
+                      f"ratio of slopes {ratio(slope_b, slope_a):.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

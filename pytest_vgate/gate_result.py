@@ -38,7 +38,7 @@ from pytest_vgate.payload import (
     VerifierPayload,
     json_object,
 )
-from pytest_vgate.run_context import RunContext
+from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import Gate
 from pytest_vgate.spec.kinds import kind_of
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree
 
 TAIL_LINES = 20
+BASE_FACTOR = 3.0  # the base run's deadline: this many times the green run's duration,
+BASE_MARGIN = 2.0  # and at least this many seconds more than it
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ def evaluate_gate(
     repeat: int = 1,
     base_tree: BaseWorktree | None = None,
     mutants: int = 0,
+    batched: tuple[Verdict | None, Verdict | None] | None = None,
 ) -> GateResult:
     """Run the gate (and its base runs, if any) and decide its result.
 
@@ -142,23 +145,14 @@ def evaluate_gate(
     first disagreement. With ``coverage`` (and a base), every run is measured and judged
     on what it executed of the change between ``base_tree`` and this tree; with
     ``mutants`` N as well, a proven gate's check must kill mutants of the changed code it
-    executed (up to N of them, ``evidence/discriminate.py``).
+    executed (up to N of them, ``evidence/discriminate.py``). ``batched``: the first green
+    and red verdicts a batch already gave (``batch.py``; None: that side runs here).
     """
-    measure: MeasureSpec | None = None
-    red_measure: MeasureSpec | None = None
-    change: Change | None = None
     kind = kind_of(gate.type)
-    if base_ctx is not None and base_tree is not None:
-        base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
-        if coverage and evidence is not None and not kind.judgment:
-            change = evidence.change_for(base_tree)
-            if not change.empty and not change.error and not kind.unmeasured:
-                measure = measure_change(change, "head")
-                red_measure = measure_change(change, "base")
-    green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)
-    red_ctx = base_ctx
-    if base_ctx is not None and base_ctx.measure is not red_measure:
-        red_ctx = replace(base_ctx, measure=red_measure)
+    sides = run_sides(
+        gate, ctx, evidence=evidence, base_ctx=base_ctx, coverage=coverage, base_tree=base_tree
+    )
+    green_ctx, red_ctx, change, base_ctx = sides.green, sides.red, sides.change, sides.base
     greens: list[Verdict] = []
     reds: list[Verdict] = []
     if evidence is None:
@@ -168,14 +162,23 @@ def evaluate_gate(
         first = run_check(gate, green_ctx)
         if first.mode is Mode.JUDGMENT:
             return decide(gate, first, strict=strict)
-    for i in range(max(1, repeat)):
-        if red_ctx is not None:  # red before green, as in the change's own history
-            reds.append(run_check(gate, red_ctx))
+    if repeat > 1:  # interleaved, red first, as in the change's own history
+        for i in range(repeat):
+            if red_ctx is not None:
+                reds.append(run_check(gate, red_ctx))
+                if Series(tuple(greens), tuple(reds)).flaky:
+                    break  # the first disagreement settles it: the check is flaky
+            greens.append(first if i == 0 and first is not None else run_check(gate, green_ctx))
             if Series(tuple(greens), tuple(reds)).flaky:
-                break  # the first disagreement settles it: the check is flaky
-        greens.append(first if i == 0 and first is not None else run_check(gate, green_ctx))
-        if Series(tuple(greens), tuple(reds)).flaky:
-            break
+                break
+    else:
+        # Green first: its duration bounds the base run's deadline (a hang the change
+        # removed costs seconds, not the gate's whole timeout).
+        given = batched if batched is not None else (None, None)
+        green = first if first is not None else given[0] or run_check(gate, green_ctx)
+        greens.append(green)
+        if red_ctx is not None:
+            reds.append(given[1] or run_base(gate, red_ctx, green))
     assert evidence is not None
     green_runs = [take_measured(v) for v in greens]
     red_runs = [take_measured(v) for v in reds]
@@ -243,6 +246,72 @@ def evaluate_gate(
         coverage=cov,
         repeat=series.to_dict(run_extra) if base_ctx is not None or repeat > 1 else None,
         discrimination=disc,
+    )
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The contexts a gate's green and red runs use, and the change they are measured on."""
+
+    green: RunContext
+    red: RunContext | None
+    base: RunContext | None
+    change: Change | None
+
+
+def run_sides(
+    gate: Gate,
+    ctx: RunContext,
+    *,
+    evidence: Evidence | None = None,
+    base_ctx: RunContext | None = None,
+    coverage: bool = False,
+    base_tree: BaseWorktree | None = None,
+) -> Sides:
+    """Each side's context: the base's ``sys.path`` rebased onto the base worktree, and
+    both measured on the change when coverage is on and the change has Python lines."""
+    measure: MeasureSpec | None = None
+    red_measure: MeasureSpec | None = None
+    change: Change | None = None
+    kind = kind_of(gate.type)
+    if base_ctx is not None and base_tree is not None:
+        base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
+        if coverage and evidence is not None and not kind.judgment:
+            change = evidence.change_for(base_tree)
+            if not change.empty and not change.error and not kind.unmeasured:
+                measure = measure_change(change, "head")
+                red_measure = measure_change(change, "base")
+    green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)
+    red_ctx = base_ctx
+    if base_ctx is not None and base_ctx.measure is not red_measure:
+        red_ctx = replace(base_ctx, measure=red_measure)
+    return Sides(green_ctx, red_ctx, base_ctx, change)
+
+
+def base_deadline(gate: Gate, green: Verdict, ctx: RunContext) -> float | None:
+    """The base run's deadline derived from the green run that answered: a few seconds
+    more than the green run took (``BASE_FACTOR`` times it, at least ``BASE_MARGIN``
+    seconds more), never above the gate's own timeout; None when the green run gives no
+    bound (it did not run to exit) or the gate's own timeout is the smaller."""
+    if green.exit_code is None or green.mode is Mode.TIMEOUT:
+        return None
+    derived = max(BASE_FACTOR * green.duration, green.duration + BASE_MARGIN)
+    return round(derived, 3) if derived < gate_timeout(gate, ctx) else None
+
+
+def run_base(gate: Gate, ctx: RunContext, green: Verdict) -> Verdict:
+    """The base run of a gate, under the deadline its green run gives (``base_deadline``)."""
+    derived = base_deadline(gate, green, ctx)
+    if derived is None:
+        return run_check(gate, ctx)
+    verdict = run_check(replace(gate, timeout=derived), ctx)
+    if verdict.mode is not Mode.TIMEOUT:
+        return verdict
+    return replace(
+        verdict,
+        detail=f"no answer within {derived:g}s, the base deadline derived from the green "
+        f"run ({green.duration:.2f}s; the gate's own timeout is {gate_timeout(gate, ctx):g}s); "
+        "the process group was killed",
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_vgate.defaults import DEFAULT_BATCH
 from pytest_vgate.plugin.options import OPTIONS, Option
 
 GATES = "gates:\n  - id: ok\n    check: python -c pass\n"
@@ -100,6 +101,7 @@ SAMPLES = {
     "vgate_coverage": "off",
     "vgate_repeat": "3",
     "vgate_mutate": "off",
+    "vgate_batch": "off" if DEFAULT_BATCH == "auto" else "auto",  # not the default
     "vgate_mutants": "3",
     "vgate_timeout": "7",
     "vgate_ledger": "ledger",

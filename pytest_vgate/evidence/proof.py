@@ -353,8 +353,9 @@ def _fixed_hang(
         Rbg.PROVEN,
         ok=True,
         reason=(
-            f"red on the base: its run was still executing the changed code ({where}) when "
-            "its deadline killed it, and the check passes now: the change removed a hang"
+            f"red on the base because it hung in the changed code: its run was still "
+            f"executing it ({where}) when its deadline killed it, and the check passes now: "
+            "the change removed a hang"
         ),
         red_evidence=red,
     )

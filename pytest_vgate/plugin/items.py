@@ -144,18 +144,38 @@ class GateItem(VgateItem):
         )
         base_root = res.base_root_for(self.gate)
         base_ctx = replace(ctx, root=base_root) if base_root is not None else None
+        evidence = res.evidence_for(self.gate.root)
+        base_tree = res.base_tree_for(self.gate)
+        given = None
+        if res.settings.batch == "auto":
+            from pytest_vgate.gate_result import run_sides
+            from pytest_vgate.plugin.batching import batched
+
+            sides = run_sides(
+                self.gate,
+                ctx,
+                evidence=evidence,
+                base_ctx=base_ctx,
+                coverage=res.settings.measure,
+                base_tree=base_tree,
+            )
+            given = batched(self, self.gate, sides)
         result = evaluate_gate(
             self.gate,
             ctx,
             strict=res.settings.strict,
-            evidence=res.evidence_for(self.gate.root),
+            evidence=evidence,
             base_ctx=base_ctx,
             require_red=res.settings.require_red,
             coverage=res.settings.measure,
             repeat=res.settings.repeat,
-            base_tree=res.base_tree_for(self.gate),
+            base_tree=base_tree,
             mutants=res.settings.mutants_per_gate,
+            batched=(given.green, given.red) if given is not None else None,
         )
+        if given is not None and given.note:
+            reason = "; ".join(r for r in (result.rbg_reason, given.note) if r)
+            result = replace(result, rbg_reason=reason)
         # where to point a failure; a pass needs no location
         targets = None if result.ok else tuple(check_targets(self.gate, self.gate.root))
         return adjust(self, self.gate, result.to_payload(nodeid=self.nodeid, targets=targets))

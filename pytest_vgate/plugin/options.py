@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_vgate.defaults import (
+    BATCH_CHOICES,
     COVERAGE_CHOICES,
+    DEFAULT_BATCH,
     DEFAULT_MUTANTS,
     DEFAULT_TIMEOUT,
     ISOLATION_CHOICES,
@@ -34,6 +36,10 @@ _HELP = {
     "run the check on each; a check that passes on all of them fails as undiscriminating: "
     "auto (on under --vgate-base), on, off",
     "vgate_mutants": f"mutants planted per gate, extreme ones first (default {DEFAULT_MUTANTS})",
+    "vgate_batch": "run the gates whose checks are pytest on node ids with the same python, "
+    "folder, environment and options as one pytest process per side (base, now), each "
+    "gate's verdict taken from its own nodes: auto, off (every gate in its own process; for "
+    f"suites with order-dependent tests); default {DEFAULT_BATCH}",
     "vgate_strict": "semantic/self_review gates fail instead of being skipped",
     "vgate_timeout": f"default deadline per check in seconds (default {DEFAULT_TIMEOUT:g})",
     "vgate_ledger": "evidence ledger folder (default: .vgate/ under each gates root)",
@@ -92,6 +98,7 @@ OPTIONS = (
     Option("vgate_repeat", metavar="N"),
     Option("vgate_mutate", choices=MUTATE_CHOICES),
     Option("vgate_mutants", metavar="N"),
+    Option("vgate_batch", choices=BATCH_CHOICES),
     Option("vgate_strict", "flag"),
     Option("vgate_timeout", metavar="SECONDS"),
     Option("vgate_ledger", metavar="PATH"),

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate.defaults import (
+    BATCH_CHOICES,
     COVERAGE_CHOICES,
+    DEFAULT_BATCH,
     DEFAULT_MUTANTS,
     DEFAULT_TIMEOUT,
     ISOLATION_CHOICES,
@@ -48,6 +50,7 @@ class Settings:
     only: bool = False
     mutate: str = "auto"
     mutants: int = DEFAULT_MUTANTS
+    batch: str = DEFAULT_BATCH
 
     @property
     def enabled(self) -> bool:
@@ -236,6 +239,16 @@ def _mutate(config: pytest.Config) -> str:
     return value
 
 
+def _batch(config: pytest.Config) -> str:
+    value = (_value(config, "vgate_batch") or DEFAULT_BATCH).strip().lower()
+    if value not in BATCH_CHOICES:
+        raise pytest.UsageError(
+            f"pytest-vgate: {_where(config, 'vgate_batch')} must be one of "
+            f"{', '.join(BATCH_CHOICES)}, not {value[:40]!r}"
+        )
+    return value
+
+
 def _mutants(config: pytest.Config) -> int:
     raw = _value(config, "vgate_mutants")
     if raw is None:
@@ -299,5 +312,6 @@ def read_settings(config: pytest.Config) -> Settings:
         repeat=_repeat(config),
         mutate=_mutate(config),
         mutants=_mutants(config),
+        batch=_batch(config),
         only=_flag(config, "vgate_only"),
     )

@@ -1,0 +1,89 @@
+"""The base run's deadline comes from the green run: a hang the change removed costs a
+few seconds more than the green run, not the gate's whole timeout; and a base run killed
+there while executing the changed code is a genuine red."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.batch_repo import make_batch_repo, pytest_gate
+from helpers.gated_repo import PY_DIR, SESSION_BOUND
+
+from pytest_vgate.gate_result import BASE_MARGIN, base_deadline
+from pytest_vgate.run_context import RunContext
+from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.verdict import Mode, Verdict
+
+pytestmark = pytest.mark.slow
+
+
+def session(root: Path, base: str, *args: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+    """A real session with ``--vgate-base``; the JSON report's gates by id."""
+    report = root.parent / f"{root.name}-report.json"
+    ledger = root.parent / f"{root.name}-ledger"
+    argv = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
+        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=SESSION_BOUND,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PATH": os.pathsep.join([PY_DIR, os.environ.get("PATH", "")])},
+    )
+    text = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in text, text
+    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
+    return proc.returncode, gates, text
+
+
+def test_a_base_that_hangs_is_stopped_at_the_deadline_its_green_run_gives(
+    tmp_path: Path,
+) -> None:
+    repo = make_batch_repo(
+        tmp_path, gates=pytest_gate("halve", "tests/test_halve.py::test_halve", timeout=120)
+    )
+    code, gates, text = session(repo.root, repo.bug_sha)
+    halve = gates["halve"]
+    base = halve["base"]
+    assert base["mode"] == "timeout", text
+    assert "derived from the green run" in base["detail"], base["detail"]
+    green = halve["green"]["duration"]
+    assert base["duration"] < 120  # killed at the derived deadline, not the gate's own
+    assert base["duration"] >= green + BASE_MARGIN * 0.9
+    # It hung in the changed lines: a genuine red, and the gate is proven.
+    assert halve["rbg"] == "proven", (halve["rbg_reason"], text)
+    assert "hung in the changed code" in halve["rbg_reason"]
+    assert halve["mode"] == "pass" and code == 0, text
+
+
+def _gate(timeout: float | None) -> object:
+    data: dict[str, object] = {"id": "g", "check": "python -c pass"}
+    if timeout is not None:
+        data["timeout"] = timeout
+    return gate_from_mapping(data, root=Path.cwd())
+
+
+@pytest.mark.parametrize(
+    ("green", "timeout", "expected"),
+    [
+        (Verdict(mode=Mode.PASS, exit_code=0, duration=0.5), None, 2.5),
+        (Verdict(mode=Mode.PASS, exit_code=0, duration=4.0), None, 12.0),
+        (Verdict(mode=Mode.PASS, exit_code=0, duration=4.0), 10, None),  # own timeout smaller
+        (Verdict(mode=Mode.TIMEOUT, duration=60.0), None, None),  # no bound from a hang
+        (Verdict(mode=Mode.CRASH, exit_code=None, duration=0.1), None, None),
+    ],
+)
+def test_the_base_deadline(green: Verdict, timeout: float | None, expected: float | None) -> None:
+    gate = _gate(timeout)
+    assert base_deadline(gate, green, RunContext(root=Path.cwd())) == expected  # type: ignore[arg-type]
