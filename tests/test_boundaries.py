@@ -38,6 +38,8 @@ JUSTIFIED = {
         "atexit.unregister compares others' callables"
     ),
     "pytest_vgate.citations.check:CitationChecker.check": "library API: never raises",
+    "pytest_vgate.citations.syntax:_text": "unparsing any code for a message's detail",
+    "pytest_vgate.plugin.extending:_Recorder.guard.guarded": "a hook's plugin code: a verdict",
     "pytest_vgate.evidence.change:executable_lines": "parsing any text; None fails closed",
     "pytest_vgate.plugin.judging:call_with_deadline.target": "plugin code on a thread",
     "pytest_vgate.plugin.judging:describe": "a plugin's __repr__",
