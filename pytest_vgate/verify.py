@@ -99,6 +99,13 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
     )
     parser.add_argument("report", type=Path, metavar="REPORT")
     args = parser.parse_args(argv)
+    if not os.path.lexists(args.report):  # a session removes an earlier report first
+        print(
+            f"pytest-vgate verify: {args.report}: NOT VERIFIED (1)\n"
+            "  incomplete: the session did not reach its end (it wrote no report)",
+            file=out,
+        )
+        return EXIT_FAILED
     try:
         report = read_report_file(args.report)
     except ReportFileError as exc:

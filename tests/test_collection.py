@@ -207,7 +207,7 @@ def test_collect_only_runs_no_process_and_loads_no_check_machinery(
         "gates.yaml::alpha",
         "gates.yaml::beta",
     ]
-    assert not calls.exists()
+    assert not calls.exists(), calls.read_text()
     loaded = modules.read_text().split()
     assert "pytest_vgate.spec" in loaded
     assert [m for m in loaded if m.startswith(tuple(CHECK_MACHINERY))] == []

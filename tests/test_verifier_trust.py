@@ -588,7 +588,7 @@ def test_grounding_is_a_tool_answer(
     tmp_path: Path, function: str, mode: Mode, cause: Cause | None
 ) -> None:
     module = write_module(tmp_path, AUTHORED, "authored")
-    result = call(tmp_path, module, function, tools={"python": sys.executable})
+    result = call(tmp_path, module, function, tool_paths={"python": sys.executable})
     assert (result.mode, result.cause) == (mode, cause), result.detail
     if mode is Mode.UNGROUNDED:
         assert "only runs were authored" in result.detail

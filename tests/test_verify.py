@@ -117,7 +117,15 @@ def test_a_report_missing_a_gate_is_not_verified(
     )
 
 
-@pytest.mark.parametrize("what", ["fifo", "folder", "deep", "missing", "not-json"])
+def test_a_missing_report_is_a_session_that_did_not_end(tmp_path: Path) -> None:
+    """A session removes an earlier report when it starts and writes its own at its end:
+    no file means it never got there."""
+    result = verify(tmp_path / "r.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "incomplete: the session did not reach its end" in result.stdout
+
+
+@pytest.mark.parametrize("what", ["fifo", "folder", "deep", "not-json"])
 def test_what_is_not_a_report_is_a_usage_error(
     tmp_path_factory: pytest.TempPathFactory, what: str
 ) -> None:

@@ -35,6 +35,7 @@ OWN_PLUGINS = (
     "vgate-html",
     "vgate-pytest-html",
     "vgate-github",
+    "vgate-github-channel",
     "vgate-gc-freeze",
     "vgate-init-probe",
 )

@@ -49,7 +49,7 @@ class Controller:
             self.res.warnings.extend(evidence.warnings)
             evidence.remember_built = True  # this process writes it: see _record_evidence
         if self.res.settings.report is not None:
-            self._step(self._write_placeholder, "the JSON report")
+            self._step(self._forget_earlier_report, "the JSON report")
         if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix and not only_collects:  # a listing rewrites nothing
@@ -164,12 +164,14 @@ class Controller:
         if failed is not None:
             self.res.warnings.append(failed)
 
-    def _write_placeholder(self) -> None:
-        """A report left by an earlier session must not stand for this one: until this
-        session ends, the file says it has not."""
-        from pytest_vgate.report import REPORT_VERSION
-
-        self._write_report({"version": REPORT_VERSION, "state": "running"}, seal=False)
+    def _forget_earlier_report(self) -> None:
+        """A report left by an earlier session must not stand for this one: it goes now,
+        and this session's is written at its end. No file is left in its place while the
+        session runs: xdist's workers would take an existing path among the arguments
+        for one to find their rootdir by."""
+        path = self.res.settings.report
+        if path is not None and path.is_file() and not path.is_symlink():
+            path.unlink()
 
     def _build_report(self) -> JsonReport:
         from pytest_vgate.plugin.describe import describe_session

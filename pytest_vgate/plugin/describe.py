@@ -43,7 +43,9 @@ def describe_session(
 ) -> SessionDescription:
     rootdir = config.rootpath
     trees: dict[str, Any] = {}
-    for root in dict.fromkeys(g.root for g in loaded):
+    # --collect-only checks nothing: no git for a tree no verdict depends on.
+    roots = () if config.option.collectonly else dict.fromkeys(g.root for g in loaded)
+    for root in roots:
         tree = res.evidence_for(root).tree
         trees[relative(root, rootdir, resolve=True, climb=True)] = {
             "commit": tree.commit,
