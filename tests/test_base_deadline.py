@@ -4,16 +4,10 @@ there while executing the changed code is a genuine red."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers.batch_repo import make_batch_repo, pytest_gate
-from helpers.gated_repo import PY_DIR, SESSION_BOUND
+from helpers.batch_repo import make_batch_repo, pytest_gate, session
 
 from pytest_vgate.gate_result import BASE_MARGIN, base_deadline
 from pytest_vgate.run_context import RunContext
@@ -23,37 +17,13 @@ from pytest_vgate.verdict import Mode, Verdict
 pytestmark = pytest.mark.slow
 
 
-def session(root: Path, base: str, *args: str) -> tuple[int, dict[str, dict[str, Any]], str]:
-    """A real session with ``--vgate-base``; the JSON report's gates by id."""
-    report = root.parent / f"{root.name}-report.json"
-    ledger = root.parent / f"{root.name}-ledger"
-    argv = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-        "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
-        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
-    ]  # fmt: skip
-    proc = subprocess.run(
-        argv,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=SESSION_BOUND,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "PATH": os.pathsep.join([PY_DIR, os.environ.get("PATH", "")])},
-    )
-    text = proc.stdout + proc.stderr
-    assert "INTERNALERROR" not in text, text
-    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
-    return proc.returncode, gates, text
-
-
 def test_a_base_that_hangs_is_stopped_at_the_deadline_its_green_run_gives(
     tmp_path: Path,
 ) -> None:
     repo = make_batch_repo(
         tmp_path, gates=pytest_gate("halve", "tests/test_halve.py::test_halve", timeout=120)
     )
-    code, gates, text = session(repo.root, repo.bug_sha)
+    code, gates, text = session(repo.root, repo.bug_sha, repo.root.name)
     halve = gates["halve"]
     base = halve["base"]
     assert base["mode"] == "timeout", text

@@ -10,17 +10,13 @@ to solo runs, which say so.
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.batch_repo import BROKEN, CRASH, GATES, HANGS, make_batch_repo, pytest_gate
-from helpers.gated_repo import PY_DIR, SESSION_BOUND
+from helpers.batch_repo import BROKEN, CRASH, GATES, HANGS, make_batch_repo, pytest_gate, session
 
 from pytest_vgate.batch import pytest_call
 from pytest_vgate.evidence import bootstrap
@@ -31,32 +27,6 @@ from pytest_vgate.spec import gate_from_mapping
 
 SLOW_BOUND = 1800  # seconds: two sessions of several gates, a hang bound only
 BATCHED = "in a batch of"  # what a verdict taken from a batch says in its output
-
-
-def session(
-    root: Path, base: str, name: str, *args: str
-) -> tuple[int, dict[str, dict[str, Any]], str]:
-    """A real session with ``--vgate-base``; the JSON report's gates by id."""
-    report = root.parent / f"{name}-report.json"
-    ledger = root.parent / f"{name}-ledger"
-    argv = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-        "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
-        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
-    ]  # fmt: skip
-    proc = subprocess.run(
-        argv,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=SESSION_BOUND,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "PATH": os.pathsep.join([PY_DIR, os.environ.get("PATH", "")])},
-    )
-    text = proc.stdout + proc.stderr
-    assert "INTERNALERROR" not in text, text
-    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
-    return proc.returncode, gates, text
 
 
 def verdicts(gates: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, ...]]:

@@ -219,32 +219,14 @@ def _where(config: pytest.Config, name: str) -> str:
     return f"{name} in {config.inipath or 'the ini file'}"
 
 
-def _coverage(config: pytest.Config) -> str:
-    value = (_value(config, "vgate_coverage") or "auto").strip().lower()
-    if value not in COVERAGE_CHOICES:
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
+    """A closed-vocabulary option (command line, else ini, else ``default``); a value
+    outside ``choices`` is a usage error naming where it came from."""
+    value = (_value(config, name) or default).strip().lower()
+    if value not in choices:
         raise pytest.UsageError(
-            f"pytest-vgate: {_where(config, 'vgate_coverage')} must be one of "
-            f"{', '.join(COVERAGE_CHOICES)}, not {value[:40]!r}"
-        )
-    return value
-
-
-def _mutate(config: pytest.Config) -> str:
-    value = (_value(config, "vgate_mutate") or "auto").strip().lower()
-    if value not in MUTATE_CHOICES:
-        raise pytest.UsageError(
-            f"pytest-vgate: {_where(config, 'vgate_mutate')} must be one of "
-            f"{', '.join(MUTATE_CHOICES)}, not {value[:40]!r}"
-        )
-    return value
-
-
-def _batch(config: pytest.Config) -> str:
-    value = (_value(config, "vgate_batch") or DEFAULT_BATCH).strip().lower()
-    if value not in BATCH_CHOICES:
-        raise pytest.UsageError(
-            f"pytest-vgate: {_where(config, 'vgate_batch')} must be one of "
-            f"{', '.join(BATCH_CHOICES)}, not {value[:40]!r}"
+            f"pytest-vgate: {_where(config, name)} must be one of "
+            f"{', '.join(choices)}, not {value[:40]!r}"
         )
     return value
 
@@ -308,10 +290,10 @@ def read_settings(config: pytest.Config) -> Settings:
         ledger=option_path(config, "vgate_ledger"),
         report=option_path(config, "vgate_report"),
         fix=_flag(config, "vgate_fix"),
-        coverage=_coverage(config),
+        coverage=_choice(config, "vgate_coverage", COVERAGE_CHOICES, "auto"),
         repeat=_repeat(config),
-        mutate=_mutate(config),
+        mutate=_choice(config, "vgate_mutate", MUTATE_CHOICES, "auto"),
         mutants=_mutants(config),
-        batch=_batch(config),
+        batch=_choice(config, "vgate_batch", BATCH_CHOICES, DEFAULT_BATCH),
         only=_flag(config, "vgate_only"),
     )

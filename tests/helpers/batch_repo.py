@@ -9,12 +9,17 @@ gates add the faults a batch must survive (a segfault, a hang, a collection erro
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from helpers.gated_repo import PY_DIR, SESSION_BOUND
 from helpers.git_repo import git
 
 PY = shlex.quote(sys.executable)
@@ -114,3 +119,29 @@ def make_batch_repo(
     fix_sha = git(root, "rev-parse", "HEAD")
     (root / "gates.yaml").write_text("gates:\n" + gates)
     return BatchRepo(root=root, bug_sha=bug_sha, fix_sha=fix_sha)
+
+
+def session(
+    root: Path, base: str, name: str, *args: str
+) -> tuple[int, dict[str, dict[str, Any]], str]:
+    """A real session with ``--vgate-base``; the JSON report's gates by id."""
+    report = root.parent / f"{name}-report.json"
+    ledger = root.parent / f"{name}-ledger"
+    argv = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "--vgate=gates.yaml", f"--vgate-base={base}", f"--vgate-report={report}",
+        f"--vgate-ledger={ledger}", "--vgate-only", "-m", "vgate", *args,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        argv,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=SESSION_BOUND,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PATH": os.pathsep.join([PY_DIR, os.environ.get("PATH", "")])},
+    )
+    text = proc.stdout + proc.stderr
+    assert "INTERNALERROR" not in text, text
+    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
+    return proc.returncode, gates, text
