@@ -1067,9 +1067,11 @@ def test_libyaml_and_pure_loader_agree_on_block_documents(text: str) -> None:
     """The common block shape, with every tricky scalar: the same data and lines.
 
     Tabs are left out: on a value of only a tab (``id: \t``) PyYAML's pure loader refuses
-    what libyaml reads, and on broken documents the two may name different lines.
+    what libyaml reads, and on broken documents the two may name different lines. So are
+    tags: a bare ``!`` (the non-specific tag) is ``""`` to libyaml and None to the pure
+    loader.
     """
-    assume("\t" not in text)
+    assume("\t" not in text and "!" not in text)
     fast, pure = both_loaders(text)
     if not (isinstance(fast, tuple) and fast[:1] == ("error",)):
         assert fast == pure
