@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.evidence.defined import added_modules, added_names, is_test_path
-from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.evidence.identity import GIT_SAFE, is_left_out, left_out_below
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
-from pytest_vgate.paths import relative
 from pytest_vgate.process import run_git
 
 PYTHON_SUFFIXES = (".py", ".pyw")
@@ -157,20 +156,6 @@ def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
     return [p for p in result.stdout.split("\0") if p]
 
 
-def _inside(paths: Sequence[Path], top: str) -> tuple[str, ...]:
-    """``paths`` that lie inside ``top``, relative to it (POSIX)."""
-    found = []
-    for path in paths:
-        rel = relative(path, top, resolve=True)
-        if rel is not None and rel != ".":
-            found.append(rel)
-    return tuple(found)
-
-
-def _excluded(rel: str, left_out: Sequence[str]) -> bool:
-    return any(rel == out or rel.startswith(out + "/") for out in left_out)
-
-
 def compute_change(
     head_top: Path, base_top: Path, base_sha: str, exclude: Sequence[Path] = ()
 ) -> Change:
@@ -192,9 +177,9 @@ def compute_change(
     anchors: dict[str, frozenset[int]] = {}
     definitions: dict[str, frozenset[int]] = {}
     defined: set[str] = set()
-    left_out = _inside(exclude, head_real)
+    left_out = left_out_below(exclude, head_real)
     for rel in sorted({*diffed, *untracked}):
-        if not rel.endswith(PYTHON_SUFFIXES) or _excluded(rel, left_out):
+        if not rel.endswith(PYTHON_SUFFIXES) or is_left_out(rel, left_out):
             continue
         base_text = _read(Path(base_real) / rel)
         head_text = _read(Path(head_real) / rel)

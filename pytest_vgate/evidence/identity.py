@@ -151,6 +151,24 @@ def _is_derived(rel: str, excluded: Iterable[str]) -> bool:
     parts = rel.split("/")
     if DERIVED_PARTS.intersection(parts) or rel.endswith(DERIVED_SUFFIXES):
         return True
+    return is_left_out(rel, excluded)
+
+
+def left_out_below(paths: Iterable[str | os.PathLike[str]], top: str | Path) -> tuple[str, ...]:
+    """``paths`` that lie below ``top`` (symlinks followed), as POSIX paths relative to it:
+    what a tree's identity and its change leave out (the session's own files, xdist's
+    copies of pytest in a worker's checkout)."""
+    top_real = Path(os.path.realpath(top))
+    found = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if top_real in real.parents:
+            found.append(real.relative_to(top_real).as_posix())
+    return tuple(found)
+
+
+def is_left_out(rel: str, excluded: Iterable[str]) -> bool:
+    """Whether ``rel`` is one of ``excluded`` (``left_out_below``) or lies below one."""
     return any(rel == ex or rel.startswith(ex + "/") for ex in excluded)
 
 
@@ -215,11 +233,7 @@ def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
     if changed is None or untracked is None:
         return NO_GIT
     top_real = Path(os.path.realpath(top))
-    excluded = []
-    for ex in exclude:
-        real = Path(os.path.realpath(ex))
-        if real == top_real or top_real in real.parents:
-            excluded.append(real.relative_to(top_real).as_posix())
+    excluded = left_out_below(exclude, top_real)
     ours = _our_temp_prefix(top_real)
     paths = sorted(
         p
