@@ -17,7 +17,6 @@ import base64
 import hashlib
 import html
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
+from pytest_vgate.exporters.common import write_atomically
 from pytest_vgate.paths import relative
 from pytest_vgate.report import gate_state
 
@@ -443,15 +443,7 @@ def _moved_lines(root: str, corrected_to: str, result: Mapping[str, Any]) -> str
 
 def write_html(path: Path, page: str) -> None:
     """Write atomically (temp file + rename); raises OSError, which the caller reports."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vgate-html-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, page, prefix=".vgate-html-")
 
 
 class HtmlExporter:

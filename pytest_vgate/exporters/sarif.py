@@ -15,14 +15,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.exporters.common import Finding, Place, findings, relative_uri
+from pytest_vgate.exporters.common import (
+    Finding,
+    Place,
+    findings,
+    relative_uri,
+    write_atomically,
+)
 from pytest_vgate.verdict import CitationStatus, Mode
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -184,15 +189,7 @@ def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) ->
 
 def write_sarif(path: Path, log: Mapping[str, Any]) -> None:
     """Write atomically (temp file + rename); raises OSError, which the caller reports."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vgate-sarif-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(log, fh, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, json.dumps(log, indent=2), prefix=".vgate-sarif-")
 
 
 class SarifExporter:
