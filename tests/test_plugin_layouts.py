@@ -305,8 +305,12 @@ def test_init_takes_any_path_docstring_line_and_id(
 
 
 def follow_advice(out: str, gates_file: Path, gate_id: str) -> str:
-    """Apply the `what to do:` line's gates-file snippet (`key: value`) to the gate."""
-    (line,) = [row for row in out.splitlines() if row.startswith("what to do: ")]
+    """Apply the `what to do:` line's gates-file snippet (`key: value`) to the gate.
+
+    Read from the failure report: under CI (the ``CI`` variable set), pytest's short
+    summary repeats a failure's whole text."""
+    report = out.split("short test summary info")[0]
+    (line,) = [row for row in report.splitlines() if row.startswith("what to do: ")]
     snippets = [s for s in re.findall(r"`([^`]+)`", line) if re.match(r"^[a-z_]+: ", s)]
     assert snippets, line
     data = yaml.safe_load(gates_file.read_text())
