@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence.change import Change
+from pytest_vgate.evidence.defined import check_modules
 from pytest_vgate.evidence.discriminate import (
     Discrimination,
     DiscriminationResult,
@@ -186,11 +187,8 @@ def evaluate_gate(
     cov: CoverageResult | None = None
     run_extra: list[dict[str, Any]] = []
     if change is not None:
-        red_reaches = [red_reach(change, m) for _, m in red_runs]
+        red_reaches = [red_reach(change, m, check_modules(gate)) for _, m in red_runs]
         green_reaches = [green_reach(change, m) for _, m in green_runs]
-        if kind.unmeasured:
-            red_reaches = [RunReach(False, reason=kind.unmeasured) for _ in red_reaches]
-            green_reaches = [RunReach(False, reason=kind.unmeasured) for _ in green_reaches]
         cov = judge(
             change,
             red_reaches[0] if red_reaches else None,
@@ -278,7 +276,7 @@ def run_sides(
         base_ctx = replace(base_ctx, sys_path=rebase_paths(base_ctx.sys_path, base_tree))
         if coverage and evidence is not None and not kind.judgment:
             change = evidence.change_for(base_tree)
-            if not change.empty and not change.error and not kind.unmeasured:
+            if not change.empty and not change.error:
                 measure = measure_change(change, "head")
                 red_measure = measure_change(change, "base")
     green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)

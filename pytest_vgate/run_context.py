@@ -33,7 +33,9 @@ class RunContext:
     base worktree for a red run. ``inventory`` is the session's tool inventory; without
     one (library use) tools are resolved on the spot. With ``measure``, a command check's
     Python processes are measured and the verdict's ``extra[MEASURED_KEY]`` holds the
-    ``Measured`` (the caller takes it out before the verdict is serialised).
+    ``Measured`` (the caller takes it out before the verdict is serialised). ``fresh``:
+    the tree's files change between runs (a mutant each), so no process that imported
+    them for an earlier run may serve this one (a verifier's module zygote).
     """
 
     root: Path
@@ -46,6 +48,7 @@ class RunContext:
     judge: Callable[[Gate, RunContext], Verdict | None] | None = None
     isolation: str = "auto"  # --vgate-isolation: auto | strict | off (process.run_process)
     measure: MeasureSpec | None = None
+    fresh: bool = False
     # The session's cell pool (SessionState.cells); None: a fresh cell per check.
     cells: CellPool | None = None
     # The session's verifier zygotes (SessionState.zygotes); None: the process's default.

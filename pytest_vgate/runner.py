@@ -152,11 +152,8 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         )
     record = check.entry.record()
     argv = (check.entry.path, *gate.argv[1:])
-    prefix = bytecode.cache_prefix()
     passed = {n: ctx.caller_env[n] for n in gate.env.pass_names if n in ctx.caller_env}
-    set_values = bytecode.check_env(prefix, dict(gate.env.set_values), passed)
-    if prefix is not None and set_values.get(bytecode.PREFIX_ENV) == str(prefix):
-        bytecode.invalidate(prefix, ctx.root)  # this tree's bytecode is as new as its source
+    set_values = bytecode.fresh_env(ctx.root, dict(gate.env.set_values), passed)
     with ctx.cells.cell() if ctx.cells is not None else check_cell() as cell:
         env = build_env(
             cell,

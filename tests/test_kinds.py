@@ -37,12 +37,11 @@ def test_every_gate_type_has_exactly_one_row() -> None:
 
 def test_the_rows_say_what_the_gate_types_do() -> None:
     """command/code run a command line; semantic/self_review are judgments; python runs
-    verifiers, whose runs have no exit code for ``red_exit`` and are not measured."""
+    verifiers, whose runs have no exit code for ``red_exit``."""
     rows = {t.value: kind_of(t) for t in GateType}
     assert {name for name, k in rows.items() if k.runs_argv} == {"command", "code"}
     assert {name for name, k in rows.items() if k.judgment} == {"semantic", "self_review"}
     assert {name for name, k in rows.items() if not k.red_exit} == {"python"}
-    assert {name for name, k in rows.items() if k.unmeasured} == {"python"}
     assert {k.run for k in rows.values()} == {
         "pytest_vgate.runner:run_command",
         "pytest_vgate.runner:run_judgment",

@@ -23,10 +23,13 @@ from helpers.mutants_repo import (
     EXPECTED,
     FIXED,
     PY,
+    VERIFIER_EXPECTED,
+    VERIFIERS,
     ShopRepo,
     gates_text,
     make_shop_repo,
     pytest_gate,
+    verifier_gates_text,
 )
 
 LEAN = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
@@ -113,6 +116,50 @@ def test_checks_that_assert_nothing_are_not_proven_and_real_tests_are(
     # Importing the new name runs its `def` line, not its body: not the change executed.
     assert gates["import-only"]["coverage"]["head_executed"] == {}
 
+    assert_untouched(repo)
+    assert our_holders(temp) == []
+
+
+def test_verifier_gates_are_measured_and_must_kill_mutants_too(
+    run_vgate, repo: ShopRepo, pytester: pytest.Pytester, temp: Path
+) -> None:
+    """``type: python`` gates take part: the verifier's process is measured from before
+    its module's import, and so are the tools it runs. A verifier that calls the change
+    and asserts nothing is undiscriminating; one that checks values, itself or through a
+    pytest tool, kills mutants. Each mutant is imported anew (no zygote of an earlier
+    mutant serves the next), and a tool never runs an earlier mutant's stale bytecode:
+    only the equivalent mutant (``round(x, 2)`` -> ``round(x, 3)``) survives."""
+    (repo.root / "verify_shop.py").write_text(VERIFIERS)  # new with the change: the check
+    write_gates(repo.root, verifier_gates_text())
+    report = pytester.path / "report.json"
+    result, cases = run_vgate(
+        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
+        "--vgate-report", str(report), *LEAN,
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out + result.stderr.str()
+    seen = {
+        gate_id: (case["outcome"], case.get("vgate_rbg"), case.get("vgate_discrimination"))
+        for gate_id, case in cases.items()
+    }
+    assert seen == VERIFIER_EXPECTED, out
+    assert result.ret == 1
+    gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
+    # The verifier calling a name the change adds is red for the right reason.
+    assert "has no attribute 'discount'" in gates["v-runs-only"]["rbg_reason"]
+    assert set(gates["v-runs-only"]["discrimination"]["pseudo_tested"]) == {"total", "discount"}
+    for gate_id in ("v-values", "v-through-pytest"):
+        disc = gates[gate_id]["discrimination"]
+        survived = [(m["before"], m["after"]) for m in disc["mutants"] if not m["killed"]]
+        assert survived == [("2", "3")], (gate_id, disc["mutants"])
+        coverage = gates[gate_id]["coverage"]
+        assert coverage["status"] == "covers", coverage
+        assert "pkg/shop.py" in coverage["head_executed"], coverage
+        # The verifier module is the check, taken from the current tree: no contamination.
+        assert coverage["red"]["contaminated"] == [], coverage
+    # Mutants are never planted in the verifier module: it is the check.
+    planted = {m["path"] for g in gates.values() for m in g["discrimination"]["mutants"]}
+    assert planted == {"pkg/shop.py"}
     assert_untouched(repo)
     assert our_holders(temp) == []
 

@@ -139,21 +139,27 @@ gates:
 def test_failure_reports_say_why_the_base_was_no_red(
     pytester: pytest.Pytester, bugfix_on_path: BugFixRepo, dist_args: list[str]
 ) -> None:
-    # The verifier module is in the base commit; the function it checks is new (uncommitted).
+    # The verifier module is in the base commit; the function it checks and the table it
+    # reads are new (uncommitted). On the base it raises for want of the table: a file, no
+    # name the change defines (a missing `mul` alone would be a genuine red).
     write(
         bugfix_on_path.root / "checks_new.py",
         """\
+        from pathlib import Path
+
         from pytest_vgate import Outcome
 
 
         def adds(ctx):
+            expected = int((Path(ctx.root) / "mul-table.txt").read_text())
             from pkg.mathx import mul
 
-            return Outcome.passed() if mul(2, 3) == 6 else Outcome.failed("mul is wrong")
+            return Outcome.passed() if mul(2, 3) == expected else Outcome.failed("mul is wrong")
         """,
     )
     git(bugfix_on_path.repo, "add", "-A")
     git(bugfix_on_path.repo, "commit", "-qm", "checks")
+    write(bugfix_on_path.root / "mul-table.txt", "6\n")
     bugfix_on_path.mathx.write_text(
         bugfix_on_path.mathx.read_text() + "\n\ndef mul(a, b):\n    return a * b\n"
     )

@@ -438,6 +438,13 @@ def _start(folder: str, home: str) -> None:
         run.say(f"measuring could not start: {type(exc).__name__}: {exc}")
 
 
+def start(folder: str, home: str) -> None:
+    """Measure this process from now on, into the run's data folder ``folder`` (its spec
+    beside it): for a process of ours that is already running and is about to run the
+    check's code (a verifier's zygote, before it imports the verifier's module)."""
+    _start(folder, home)
+
+
 def _main() -> None:
     home = os.path.dirname(os.path.abspath(__file__))
     folder = os.environ.get(DIR_ENV, "")

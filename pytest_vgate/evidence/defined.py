@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_vgate.spec import Gate
 
 _PATTERNS = (
     re.compile(r"ImportError: cannot import name '([^']+)'"),
@@ -75,16 +79,30 @@ def is_test_path(rel: str) -> bool:
     return testish or any(part in ("test", "tests", "testing") for part in parts[:-1])
 
 
-def added_modules(rel: str) -> frozenset[str]:
-    """The dotted names a new file may be imported as (``src/pkg/new.py``: ``pkg.new``,
-    ``src.pkg.new``, and so on up to ``new``). A new test module is not one: a test missing
-    on the base is not the feature missing there."""
-    if is_test_path(rel):
-        return frozenset()
+def module_names(rel: str) -> frozenset[str]:
+    """The dotted names a file may be imported as (``src/pkg/new.py``: ``pkg.new``,
+    ``src.pkg.new``, and so on up to ``new``), whichever folder is on ``sys.path``."""
     parts = rel.replace("\\", "/").rsplit(".", 1)[0].split("/")
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return frozenset(".".join(parts[i:]) for i in range(len(parts)) if parts[i:])
+
+
+def added_modules(rel: str) -> frozenset[str]:
+    """The dotted names a new file may be imported as (``module_names``). A new test module
+    is not one: a test missing on the base is not the feature missing there."""
+    return frozenset() if is_test_path(rel) else module_names(rel)
+
+
+def check_modules(gate: Gate) -> frozenset[str]:
+    """The modules that are a gate's check itself: a ``python`` gate's verifier modules."""
+    return frozenset(ref.partition(":")[0].strip() for ref in gate.verifiers)
+
+
+def is_check_file(rel: str, modules: frozenset[str] = frozenset()) -> bool:
+    """Whether a file is the check's own code, never the change it tests: test code by
+    name (``is_test_path``), or one of the gate's ``check_modules``."""
+    return is_test_path(rel) or bool(modules and module_names(rel) & modules)
 
 
 def missing_defined(output: str, defined: frozenset[str]) -> str:

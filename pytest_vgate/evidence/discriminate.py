@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence.change import Change, Lines
-from pytest_vgate.evidence.defined import is_test_path
+from pytest_vgate.evidence.defined import check_modules, is_check_file
 from pytest_vgate.evidence.identity import GIT_SAFE
 from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.evidence.mutate import EXTREME, FileChange, Mutant, plant, seed_of
@@ -105,13 +105,16 @@ class DiscriminationResult(Jsonable):
         return f"{self.killed}/{self.planted}"
 
 
-def executed_files(change: Change, executed: Lines) -> list[FileChange]:
+def executed_files(
+    change: Change, executed: Lines, check_modules: frozenset[str] = frozenset()
+) -> list[FileChange]:
     """The changed Python files a green run executed, as ``plant`` reads them; test code
-    (``defined.is_test_path``) is the check itself, not the change it tests."""
+    and a verifier gate's own modules (``defined.is_check_file``) are the check itself,
+    not the change it tests."""
     out = []
     for rel, lines in sorted(change.head_changed.items()):
         ran = frozenset(executed.get(rel, frozenset()))
-        if not ran or is_test_path(rel):
+        if not ran or is_check_file(rel, check_modules):
             continue
         try:
             text = (Path(change.head_top) / rel).read_text(encoding="utf-8")
@@ -138,7 +141,7 @@ def discriminate(
     ``gate``'s check on each in a private copy (``make_copy``; ``context_in`` gives the
     run context there). Never raises for a reason of the tree or the check: what cannot be
     measured is ``unmeasured``, with the reason."""
-    files = executed_files(change, executed)
+    files = executed_files(change, executed, check_modules(gate))
     if not files:
         return DiscriminationResult(
             Discrimination.NONE,
@@ -160,7 +163,7 @@ def discriminate(
             Discrimination.UNMEASURED, reason=f"no private copy of the tree: {exc}"
         )
     try:
-        base = replace(context_in(tree), measure=None)
+        base = replace(context_in(tree), measure=None, fresh=True)
         problem = _control(gate, base, change, tree, run)
         if problem:
             return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)

@@ -106,11 +106,25 @@ class Measured:
 
 
 class Probe:
-    """The measuring of one run; ``env`` is what the check must be started with."""
+    """The measuring of one run; ``env`` is what the check must be started with.
 
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+    ``data`` and ``home`` are the run's data folder and the bootstrap's folder, for a
+    process that is already running and starts measuring itself (``bootstrap.start``: a
+    verifier's zygote, before it imports the verifier's module)."""
+
+    def __init__(self, folder: Path, env: dict[str, str], home: Path | None = None) -> None:
         self.folder = folder
         self.env = env
+        self.data = folder / "data"
+        self.home = home if home is not None else folder / "boot"
+
+    def extend(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` with this run's measurement added (its ``PYTHONPATH`` kept after ours)."""
+        new = dict(env)
+        given = new.get("PYTHONPATH")
+        new["PYTHONPATH"] = os.pathsep.join([str(self.home), *([given] if given else [])])
+        new[DIR_ENV] = str(self.data)
+        return new
 
     def collect(self) -> Measured:
         """Read every process's records strictly, then remove the run's folder."""
@@ -129,12 +143,9 @@ def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe:
     for path in (folder, data):
         path.mkdir(mode=0o700)
     (folder / bootstrap.SPEC_NAME).write_text(spec.spec_text(), encoding="ascii")
-    home = _boot_home(folder)
-    new = dict(env)
-    given = new.get("PYTHONPATH")
-    new["PYTHONPATH"] = os.pathsep.join([str(home), *([given] if given else [])])
-    new[DIR_ENV] = str(data)
-    return Probe(folder, new)
+    probe = Probe(folder, {}, _boot_home(folder))
+    probe.env = probe.extend(env)
+    return probe
 
 
 def _boot_home(folder: Path) -> Path:

@@ -319,9 +319,14 @@ def _missing_feature(
     if red.red_reason == UNITTEST_NOT_RED:  # unittest could not load the test it was named
         return result
     base = series.reds[0] if series.reds else None
-    if base is None or base.mode is not Mode.FAIL or (base.exit_code or 0) < 0:
+    if base is None or (base.exit_code or 0) < 0:
         return result
-    line = missing_defined(output_of(base.stdout, base.stderr), coverage.change.defined)
+    text = output_of(base.stdout, base.stderr)
+    if base.mode is Mode.ERROR and base.checks:  # a verifier raised: its check says what
+        text = "\n".join([text, *(c.detail for c in base.checks if c.mode is Mode.ERROR)])
+    elif base.mode is not Mode.FAIL:
+        return result
+    line = missing_defined(text, coverage.change.defined)
     if not line:
         return result
     return RbgResult(

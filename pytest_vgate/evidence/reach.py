@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
+from pytest_vgate.evidence.defined import module_names
 from pytest_vgate.evidence.measure import Measured
 from pytest_vgate.strenum import StrEnum
 
@@ -58,13 +59,24 @@ def _relative(files: Mapping[str, frozenset[int]], top: str) -> dict[str, frozen
     return {p[len(prefix) :]: lines for p, lines in files.items() if p.startswith(prefix)}
 
 
-def red_reach(change: Change, run: Measured | None) -> RunReach:
-    """A base run: did it execute base-side changed lines (or an inserted-into file)?"""
+def red_reach(
+    change: Change, run: Measured | None, check_modules: frozenset[str] = frozenset()
+) -> RunReach:
+    """A base run: did it execute base-side changed lines (or an inserted-into file)?
+    Files of the current tree it ran are contamination, except the gate's
+    ``check_modules`` (a verifier module new in the change is the check, asked of the
+    base's code)."""
     if run is None or not run.measured:
         return RunReach(False, reason=run.reason if run else "not measured")
     on_base = _relative(run.files, change.base_top)
     on_head = _relative(run.files, change.head_top)
-    contaminated = tuple(sorted(p for p in on_head if p in change.tree))
+    contaminated = tuple(
+        sorted(
+            p
+            for p in on_head
+            if p in change.tree and not (check_modules and module_names(p) & check_modules)
+        )
+    )
     executed = {p: ls & on_base.get(p, frozenset()) for p, ls in change.base_changed.items()}
     executed = {p: ls for p, ls in executed.items() if ls}
     files = frozenset(p for p in change.files if p in on_base)

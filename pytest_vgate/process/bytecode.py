@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 PREFIX_ENV = "PYTHONPYCACHEPREFIX"
@@ -130,6 +131,21 @@ def check_env(
     if prefix is None or PREFIX_ENV in set_values or PREFIX_ENV in passed:
         return set_values
     return {PREFIX_ENV: os.fspath(prefix), **set_values}
+
+
+def fresh_env(
+    tree: Path | str, set_values: Mapping[str, str], passed: Mapping[str, str]
+) -> dict[str, str]:
+    """``set_values`` for a process about to run ``tree``'s code (a check, a verifier's
+    tool): with ``PYTHONPYCACHEPREFIX`` (``check_env``) and the tree's entries there
+    checked against their sources just before (``invalidate``). Python's own check reads
+    whole seconds and the size: a file rewritten within a second at the same size (a
+    mutant ``1`` -> ``2``) would run its old bytecode."""
+    prefix = cache_prefix()
+    values = check_env(prefix, dict(set_values), dict(passed))
+    if prefix is not None and values.get(PREFIX_ENV) == str(prefix):
+        invalidate(prefix, tree)  # this tree's bytecode is as new as its source
+    return values
 
 
 def forget(tree: Path | str) -> None:

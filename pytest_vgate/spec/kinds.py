@@ -29,7 +29,6 @@ class GateKind:
     runs_argv: bool = False  # `check` is a command line: split with shlex, argv[0] a tool
     judgment: bool = False  # answered by a judge, never re-executed
     red_exit: bool = True  # its runs end in an exit code that `red_exit` can match
-    unmeasured: str = ""  # why coverage cannot measure its runs ("" when it can)
     required: Mapping[str, str] = field(
         default_factory=lambda: _NO_KEYS
     )  # gate key -> message when it is missing
@@ -61,7 +60,6 @@ KINDS: Mapping[GateType, GateKind] = MappingProxyType(
             GateType.PYTHON,
             run="pytest_vgate.verifiers:run_verifier_refs",
             red_exit=False,
-            unmeasured="type: python verifiers run in forked children that are not measured",
             required=MappingProxyType(
                 {
                     "verifiers": "a `type: python` gate needs `verifiers: [module:function, ...]` "

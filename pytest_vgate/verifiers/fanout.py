@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pytest_vgate.verdict import Mode, Verdict, worst_mode
@@ -122,15 +123,25 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
     targets = [
         VerifierTarget(t.module, t.qualname, t.file, t.name, tools=gate.tools) for t in targets
     ]
-    return run_verifiers(
-        targets,
-        VerifierCall.from_context(
-            ctx,
-            timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
-            gate=gate.to_dict(),
-            # The tree being run comes first: a red run on the base must not import the
-            # current tree's modules through the session's own sys.path (its cwd, rootdir).
-            sys_path=(str(ctx.root), *ctx.sys_path),
-            env=gate.env,
-        ),
+    call = VerifierCall.from_context(
+        ctx,
+        timeout=gate.timeout if gate.timeout is not None else ctx.default_timeout,
+        gate=gate.to_dict(),
+        # The tree being run comes first: a red run on the base must not import the
+        # current tree's modules through the session's own sys.path (its cwd, rootdir).
+        sys_path=(str(ctx.root), *ctx.sys_path),
+        env=gate.env,
     )
+    if ctx.measure is None:
+        return run_verifiers(targets, call)
+    from pytest_vgate.evidence.measure import MEASURED_KEY
+    from pytest_vgate.evidence.measure import start as start_measuring
+    from pytest_vgate.process.cell import check_cell
+
+    # Measured as a command's run is: every process of the run (each verifier's, its
+    # tools') records into one folder, read once all have ended.
+    with ctx.cells.cell() if ctx.cells is not None else check_cell("vgate-measure-") as cell:
+        probe = start_measuring(ctx.measure, cell, {})
+        verdict = run_verifiers(targets, replace(call, measure=probe))
+        measured = probe.collect()
+    return replace(verdict, extra={**verdict.extra, MEASURED_KEY: measured})

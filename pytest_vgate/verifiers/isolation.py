@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
+from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, bytecode
 from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
 from pytest_vgate.process.tools import ToolInventory, toolchain_bin
 from pytest_vgate.spec import EnvSpec
@@ -39,6 +39,7 @@ from pytest_vgate.verifiers.target import VerifierTarget
 from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost
 
 if TYPE_CHECKING:
+    from pytest_vgate.evidence.measure import Probe
     from pytest_vgate.run_context import RunContext
 
 
@@ -55,6 +56,10 @@ class VerifierCall:
     verifier and of its tools is built from. ``cells`` and ``zygotes`` are the session's
     (``SessionState``); without them a call gets a fresh cell and the default zygotes.
     ``isolation`` only takes ``process`` (``"inline"`` is its deprecated alias).
+    ``measure``: the run's measurement (``evidence.measure.start``); the verifier's
+    process then measures itself from before its module's import, and the measurement
+    reaches its tools and subprocesses through their environment. ``fresh``: the call's
+    module zygote is its own (the tree changed since an earlier call imported it).
     """
 
     root: Path
@@ -70,6 +75,8 @@ class VerifierCall:
     scratch: Path | None = None
     cells: CellPool | None = None
     zygotes: spawner.ZygoteHost | None = None
+    measure: Probe | None = None
+    fresh: bool = False
 
     @classmethod
     def from_context(cls, ctx: RunContext, **fields: Any) -> VerifierCall:
@@ -83,6 +90,7 @@ class VerifierCall:
             "capture_limit": ctx.capture_limit,
             "cells": ctx.cells,
             "zygotes": ctx.zygotes,
+            "fresh": ctx.fresh,
         }
         return cls(**{**given, **fields})
 
@@ -168,6 +176,18 @@ def call_verifier(
         else check_cell("vgate-verifier-")
     )
     with cell_context as cell:
+        job_env = build_env(
+            cell,
+            pass_names=env.pass_names if env else (),
+            set_values=dict(env.set_values) if env else {},
+            caller_env=source_env,
+            path_prefix=[str(toolchain_bin(root_path))],
+        )
+        passed = {n: source_env[n] for n in (env.pass_names if env else ()) if n in source_env}
+        tool_set = bytecode.fresh_env(root_path, dict(env.set_values) if env else {}, passed)
+        if call.measure is not None:
+            job_env = call.measure.extend(job_env)
+            tool_set.update(_measure_values(call.measure, cell, env, source_env))
         host = ToolHost(
             root=root_path,
             cell=cell,
@@ -181,7 +201,7 @@ def call_verifier(
             ),
             caller_env=source_env,
             env_pass=env.pass_names if env else (),
-            env_set=dict(env.set_values) if env else {},
+            env_set=tool_set,
             capture_limit=call.capture_limit,
             own_dirs=_own_dirs(target, root_path),
         )
@@ -191,19 +211,24 @@ def call_verifier(
             cell=str(cell),
             gate=dict(call.gate) if call.gate is not None else None,
             cwd=cwd,
-            env=build_env(
-                cell,
-                pass_names=env.pass_names if env else (),
-                set_values=dict(env.set_values) if env else {},
-                caller_env=source_env,
-                path_prefix=[str(toolchain_bin(root_path))],
-            ),
+            env=job_env,
         )
         running = Call(name, host, call.capture_limit, call.zygotes or spawner.default_host())
         if cancel is not None:
             cancel._add(running)
         try:
-            return _run_call(running, target, job, float(limit), path, cwd, started, deadline)
+            measure = (str(call.measure.data), str(call.measure.home)) if call.measure else None
+            return _run_call(
+                running,
+                target,
+                job,
+                float(limit),
+                path,
+                cwd,
+                (started, deadline),
+                measure,
+                fresh=call.fresh,
+            )
         finally:
             if cancel is not None:
                 cancel._discard(running)
@@ -218,9 +243,12 @@ def _run_call(
     timeout: float,
     path: Sequence[str],
     cwd: str,
-    started: float,
-    deadline: float,
+    times: tuple[float, float],
+    measure: tuple[str, str] | None = None,
+    *,
+    fresh: bool = False,
 ) -> VerifierResult:
+    started, deadline = times  # monotonic: when the call started, when it must answer
     try:
         zygote = call.zygotes.module_zygote(
             target.module,
@@ -230,6 +258,8 @@ def _run_call(
             str(call.host.root),
             deadline,
             call.capture_limit,
+            measure,
+            fresh=fresh,
         )
     except spawner.IsolationMissing as exc:  # --vgate-isolation strict
         call.host.close()
@@ -255,6 +285,21 @@ def _run_call(
         call.capture.feed(zygote.import_output.encode("utf-8", errors="replace"))
         zygote.import_output = ""  # reported once, with the first call
     return call.run(zygote, job, timeout, started, deadline)
+
+
+def _measure_values(
+    probe: Probe, cell: Path, env: EnvSpec | None, caller_env: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables that carry the measurement into a verifier's tools: its
+    ``PYTHONPATH`` put before the one the tool would have had."""
+    plain = build_env(
+        cell,
+        pass_names=env.pass_names if env else (),
+        set_values=dict(env.set_values) if env else {},
+        caller_env=caller_env,
+    )
+    measured = probe.extend(plain)
+    return {name: measured[name] for name in measured if measured[name] != plain.get(name)}
 
 
 def _own_dirs(target: VerifierTarget, root: Path) -> list[Path]:

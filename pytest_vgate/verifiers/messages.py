@@ -96,6 +96,7 @@ class ZygoteMessage(TypedDict):
     pycache: str | None
     oneshot: bool
     deadline: float  # time.time() by which the import must be done
+    measure: list[str] | None  # [data folder, bootstrap folder]: measured from the import on
 
 
 @dataclass(frozen=True)

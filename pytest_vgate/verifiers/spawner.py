@@ -177,6 +177,7 @@ class ZygoteHost:
         deadline: float,
         oneshot: bool,
         capture_limit: int,
+        measure: Sequence[str] | None = None,
     ) -> ModuleZygote | ImportFailure:
         """Ask the base zygote for a module zygote and wait (until ``deadline``, monotonic)
         for its import. Raises ZygoteError when no zygote could be had."""
@@ -196,6 +197,7 @@ class ZygoteHost:
                     pycache=pycache,
                     oneshot=oneshot,
                     deadline=time.time() + max(0.0, deadline - time.monotonic()),
+                    measure=list(measure) if measure is not None else None,
                 ),
                 [out_w],
             )
@@ -252,8 +254,20 @@ class ZygoteHost:
         root: str,
         deadline: float,
         capture_limit: int,
+        measure: Sequence[str] | None = None,
+        *,
+        fresh: bool = False,
     ) -> ModuleZygote | ImportFailure:
-        """The zygote to fork this call's child from (see the module docstring)."""
+        """The zygote to fork this call's child from (see the module docstring).
+
+        A measured call (``measure``: the run's data folder and the bootstrap's folder)
+        gets a zygote of its own that measures from before its import and serves this
+        call only: the module's import is part of what the run executed. So does a
+        ``fresh`` call: the tree's files changed since a cached zygote imported them."""
+        if measure is not None or fresh:
+            return self._start_module(
+                module, file, sys_path, cwd, root, deadline, True, capture_limit, measure
+            )
         key = _key(module, file, sys_path, cwd, root)
         with self._lock:
             if key in self._threaded:

@@ -235,6 +235,11 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
         pycache = message.get("pycache")
         bytecode.use_fresh_bytecode(Path(str(message["root"])), Path(pycache) if pycache else None)
     faulthandler.enable(file=sys.stderr, all_threads=True)
+    measure = message.get("measure")
+    if measure:  # a measured call: what the import executes is part of its run
+        from pytest_vgate.evidence import bootstrap
+
+        bootstrap.start(str(measure[0]), str(measure[1]))
     ready = _import(message)
     flush_streams()
     os.dup2(null, 1)

@@ -97,6 +97,51 @@ EXPECTED = {
 }
 
 
+VERIFIERS = """\
+from pytest_vgate import Outcome, verifier
+
+import pkg.shop as shop
+
+
+@verifier
+def runs_only(ctx):
+    shop.total([1, 2])
+    shop.discount(100, 0.1)
+    return True
+
+
+@verifier
+def values(ctx):
+    return shop.total([1, 2]) == 3 and shop.discount(100, 0.1) == 90.0
+
+
+@verifier(tools=["python"])
+def through_pytest(ctx):
+    run = ctx.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                  "tests/test_shop.py::test_values", expect=(0, 1))
+    return Outcome.passed() if run.exit_code == 0 else Outcome.failed(run.stdout[-300:])
+"""
+
+
+def verifier_gates_text() -> str:
+    """``type: python`` gates of ``VERIFIERS`` (kept in ``verify_shop.py``, new in the
+    change: the check, asked of the base's code)."""
+    return "gates:\n" + "".join(
+        f"  - id: v-{name.replace('_', '-')}\n    type: python\n"
+        f"    verifiers: [verify_shop:{name}]\n"
+        + (f"    env: {LEAN_ENV}\n    overlay: [tests/]\n" if name == "through_pytest" else "")
+        for name in ("runs_only", "values", "through_pytest")
+    )
+
+
+# gate id -> (junit outcome, vgate_rbg, vgate_discrimination) of ``verifier_gates_text``
+VERIFIER_EXPECTED = {
+    "v-runs-only": ("failure", "proven", "undiscriminating"),
+    "v-values": ("passed", "proven", "discriminating"),
+    "v-through-pytest": ("passed", "proven", "discriminating"),
+}
+
+
 @dataclass(frozen=True)
 class ShopRepo:
     root: Path
