@@ -83,6 +83,8 @@ def test_every_case_is_judged_on_what_it_executed(
     assert genuine["base_executed"] == {"pkg/mathx.py": [2]}
     assert genuine["head_executed"] == {"pkg/mathx.py": [2]}  # `return a + b`
     assert "tests/test_fix.py" not in genuine["head_changed"]  # carried by the overlay
+    verifier = gates["verifier"]["coverage"]
+    assert verifier["base_executed"] == verifier["head_executed"] == {"pkg/mathx.py": [2]}  # type: ignore[index]
     weak = gates["via-sh"]
     assert "never reached the change" in str(weak["rbg_reason"])
     assert weak["coverage"]["base_executed"] == {}  # type: ignore[index]
