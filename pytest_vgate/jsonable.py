@@ -47,7 +47,7 @@ class JsonShapeError(ValueError):
         self.where = where
 
 
-def json_objects(value: JsonValue) -> list[JsonDict]:
+def json_objects(value: object) -> list[JsonDict]:
     """The items of a JSON array of objects (a tuple of dataclasses, encoded)."""
     items = [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
     if not isinstance(value, list) or len(items) != len(value):
