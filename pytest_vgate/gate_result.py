@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_vgate.evidence.change import Change
 from pytest_vgate.evidence.defined import check_modules
@@ -32,6 +32,7 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.evidence.why import explain
+from pytest_vgate.jsonable import JsonDict, json_objects
 from pytest_vgate.payload import (
     CheckPayload,
     GatePayload,
@@ -65,20 +66,20 @@ class GateResult:
     rbg: Rbg | None = None
     rbg_reason: str = ""
     base_verdict: Verdict | None = None
-    red: dict[str, Any] | None = None  # the red evidence used (a ledger record)
+    red: JsonDict | None = None  # the red evidence used (a ledger record)
     strict_failure: bool = False
-    records: tuple[dict[str, Any], ...] = field(default_factory=tuple)  # for the ledger
+    records: tuple[JsonDict, ...] = field(default_factory=tuple)  # for the ledger
     tree_label: str | None = None
     ledger: str | None = None
     coverage: CoverageResult | None = None
-    repeat: dict[str, Any] | None = None  # every run's exit code and the 4^-N bound
+    repeat: JsonDict | None = None  # every run's exit code and the 4^-N bound
     discrimination: DiscriminationResult | None = None  # the mutants of the change
 
     def to_payload(
         self,
         *,
         nodeid: str | None = None,
-        targets: tuple[dict[str, Any], ...] | None = None,
+        targets: tuple[JsonDict, ...] | None = None,
         verifier: bool = False,
     ) -> CheckPayload:
         """What the item hands the controller (``nodeid``: the item's; ``targets``: where
@@ -104,8 +105,8 @@ class GateResult:
             stdout_bytes=v.stdout_bytes,
             stderr_bytes=v.stderr_bytes,
             errors=tuple(v.errors),
-            checks=tuple(map(JsonObject, green["checks"])),
-            tools=tuple(map(JsonObject, green["tools"])),
+            checks=tuple(map(JsonObject, json_objects(green["checks"]))),
+            tools=tuple(map(JsonObject, json_objects(green["tools"]))),
             green=JsonObject(green),
             base=JsonObject(self.base_verdict.to_dict()) if self.base_verdict else None,
             red=json_object(self.red),
@@ -185,7 +186,7 @@ def evaluate_gate(
     red_runs = [take_measured(v) for v in reds]
     series = Series(tuple(v for v, _ in green_runs), tuple(v for v, _ in red_runs), max(1, repeat))
     cov: CoverageResult | None = None
-    run_extra: list[dict[str, Any]] = []
+    run_extra: list[JsonDict] = []
     if change is not None:
         red_reaches = [red_reach(change, m, check_modules(gate)) for _, m in red_runs]
         green_reaches = [green_reach(change, m) for _, m in green_runs]
@@ -396,10 +397,10 @@ def take_measured(verdict: Verdict) -> tuple[Verdict, Measured | None]:
     return replace(verdict, extra=extra), measured if isinstance(measured, Measured) else None
 
 
-def _run_extra(verdict: Verdict, reach: RunReach, change: Change) -> dict[str, Any]:
+def _run_extra(verdict: Verdict, reach: RunReach, change: Change) -> JsonDict:
     """What a run's record keeps of its coverage; a failure that executed none of the
     change is flagged as not caused by it (DeFlaker's rule)."""
-    extra: dict[str, Any] = {"measured": reach.measured, "reached_change": reach.reached}
+    extra: JsonDict = {"measured": reach.measured, "reached_change": reach.reached}
     if reach.measured and not verdict.ok and not reach.reached and not change.empty:
         extra["not_caused_by_change"] = True
     return extra

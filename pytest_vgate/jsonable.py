@@ -23,10 +23,18 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
 
 T = TypeVar("T")
 J = TypeVar("J", bound="Jsonable")
+
+JsonScalar: TypeAlias = "bool | int | float | str | None"
+JsonValue: TypeAlias = "JsonScalar | list[JsonValue] | dict[str, JsonValue]"
+"""A JSON value as ``json.loads`` returns it and ``to_json`` makes it."""
+JsonDict: TypeAlias = "dict[str, JsonValue]"
+"""A JSON object: what ``to_dict()`` returns, and what crosses xdist, a pipe or the ledger."""
+Decoder: TypeAlias = Callable[[object, str], object]
+"""Decodes one JSON value (at a path, for messages) into a value of its field's type."""
 
 _ROUND = "pytest_vgate.jsonable.round"
 
@@ -39,6 +47,25 @@ class JsonShapeError(ValueError):
         self.where = where
 
 
+def json_objects(value: object) -> list[JsonDict]:
+    """The items of a JSON array of objects (a tuple of dataclasses, encoded)."""
+    items = [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    if not isinstance(value, list) or len(items) != len(value):
+        raise TypeError(f"expected a JSON array of objects, got {value!r:.80}")
+    return items
+
+
+def as_object(value: object) -> Mapping[str, object]:
+    """``value`` if it is a JSON object, else an empty one: how a reader of a JSON document
+    (a report, a record) takes a part that may be absent or null."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_array(value: object) -> Sequence[object]:
+    """``value`` if it is a JSON array, else an empty one (see :func:`as_object`)."""
+    return value if isinstance(value, (list, tuple)) else ()
+
+
 def rounded(digits: int) -> dict[str, int]:
     """Field metadata: encode this float rounded to ``digits`` decimals."""
     return {_ROUND: digits}
@@ -47,7 +74,7 @@ def rounded(digits: int) -> dict[str, int]:
 @dataclasses.dataclass(frozen=True)
 class _Field:
     name: str
-    hint: Any
+    hint: object
     required: bool
     round_to: int | None
 
@@ -62,7 +89,7 @@ class Jsonable:
     __json_head__: ClassVar[tuple[str, ...]] = ()
     __json_tail__: ClassVar[tuple[str, ...]] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         return to_json(self)
 
     @classmethod
@@ -90,7 +117,7 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     return cached
 
 
-def to_json(obj: object) -> dict[str, Any]:
+def to_json(obj: object) -> JsonDict:
     """The JSON object of a dataclass instance (only JSON-able primitives inside)."""
     cls = type(obj)
     plan = _PLANS.get(cls)
@@ -99,7 +126,7 @@ def to_json(obj: object) -> dict[str, Any]:
             raise TypeError(f"to_json() takes a dataclass instance, not {cls.__name__}")
         plan = _plan(cls)
     head, fields, tail = plan
-    out = {name: _encode(getattr(obj, name)) for name in head}
+    out: JsonDict = {name: _encode(getattr(obj, name)) for name in head}
     for name, round_to in fields:
         value = getattr(obj, name)
         if type(value) not in _PLAIN:
@@ -130,20 +157,20 @@ def _plan(
     return plan
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: object) -> JsonValue:
     cls = type(value)
-    if cls in _PLAIN:
-        return value
+    if cls in _PLAIN:  # exactly the JSON scalars' types
+        return typing.cast(JsonScalar, value)
     encoder = _ENCODERS.get(cls)
     if encoder is None:
         encoder = _encoder(cls)
     return encoder(value)
 
 
-def _encoder(cls: type) -> Callable[[Any], Any]:
+def _encoder(cls: type) -> Callable[[Any], JsonValue]:
     """How values of ``cls`` encode (decided once per type: the order of the checks is
     the order in which a value's kinds take precedence)."""
-    encoder: Callable[[Any], Any]
+    encoder: Callable[[Any], JsonValue]
     if issubclass(cls, enum.Enum):
         encoder = _encode_enum
     elif issubclass(cls, (bool, int, float, str)):
@@ -164,23 +191,28 @@ def _encoder(cls: type) -> Callable[[Any], Any]:
     return encoder
 
 
-_ENCODERS: dict[type, Callable[[Any], Any]] = {}
+_ENCODERS: dict[type, Callable[[Any], JsonValue]] = {}
+"""Per type, its encoder: each takes values of that type only."""
 
 
-def _encode_enum(value: enum.Enum) -> Any:
+def _encode_enum(value: enum.Enum) -> JsonValue:
     return _encode(value.value)
 
 
-def _encode_plain_subclass(value: Any) -> Any:
+def _encode_plain_subclass(value: JsonScalar) -> JsonValue:
     return value
 
 
-def _encode_own(value: Any) -> Any:
+class _OwnCodec(Protocol):
+    def to_dict(self) -> JsonValue: ...
+
+
+def _encode_own(value: _OwnCodec) -> JsonValue:
     return value.to_dict()
 
 
-def _encode_mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _encode_mapping(value: Mapping[object, object]) -> JsonDict:
+    out: JsonDict = {}
     for key, item in value.items():
         if not isinstance(key, str):
             raise TypeError(f"JSON object keys are strings, not {key!r}")
@@ -188,21 +220,21 @@ def _encode_mapping(value: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
-def _encode_sequence(value: Sequence[Any]) -> list[Any]:
+def _encode_sequence(value: Sequence[object]) -> list[JsonValue]:
     return [_encode(item) for item in value]
 
 
-def _not_jsonable(value: Any) -> Any:
+def _not_jsonable(value: object) -> NoReturn:
     raise TypeError(f"{type(value).__name__} is not JSON-able: {value!r}")
 
 
-def _own_codec(cls: type) -> Callable[[object], Any] | None:
+def _own_codec(cls: type) -> Callable[[object], object] | None:
     """The ``from_dict`` of a class that encodes itself (not through :class:`Jsonable`)."""
     to_dict = getattr(cls, "to_dict", None)
     from_dict = getattr(cls, "from_dict", None)
     if to_dict is None or from_dict is None or to_dict is Jsonable.to_dict:
         return None
-    return typing.cast("Callable[[object], Any]", from_dict)
+    return typing.cast("Callable[[object], object]", from_dict)
 
 
 def from_json(cls: type[T], data: object) -> T:
@@ -210,14 +242,14 @@ def from_json(cls: type[T], data: object) -> T:
     return typing.cast(T, _decode_dataclass(cls, data, cls.__name__))
 
 
-def _decode_dataclass(cls: type, data: object, where: str) -> Any:
+def _decode_dataclass(cls: type, data: object, where: str) -> object:
     if not isinstance(data, Mapping):
         raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
     shape = _SHAPES.get(cls) or _shape(cls)
     if not shape.keys.issuperset(data):
         unknown = sorted(str(k) for k in data if k not in shape.keys)
         raise JsonShapeError(where, f"unknown key {unknown[0]!r} (keys: {shape.names})")
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     top = where == cls.__name__  # the usual case: the field paths are made already
     for name, decoder, required, path in shape.fields:
         if name in data:
@@ -238,7 +270,7 @@ class _Shape(typing.NamedTuple):
 
     keys: frozenset[str]
     names: str
-    fields: tuple[tuple[str, Callable[[object, str], Any], bool, str], ...]
+    fields: tuple[tuple[str, Decoder, bool, str], ...]
 
 
 _SHAPES: dict[type, _Shape] = {}
@@ -258,14 +290,14 @@ def _shape(cls: type) -> _Shape:
     return shape
 
 
-def _decode(hint: Any, data: object, where: str) -> Any:
+def _decode(hint: object, data: object, where: str) -> object:
     return _decoder(hint)(data, where)
 
 
-_DECODERS: dict[Any, Callable[[object, str], Any]] = {}
+_DECODERS: dict[object, Decoder] = {}
 
 
-def _decoder(hint: Any) -> Callable[[object, str], Any]:
+def _decoder(hint: object) -> Decoder:
     """How values of ``hint`` decode, worked out once per hint."""
     decoder = _DECODERS.get(hint)
     if decoder is None:
@@ -273,7 +305,7 @@ def _decoder(hint: Any) -> Callable[[object, str], Any]:
     return decoder
 
 
-def _make_decoder(hint: Any) -> Callable[[object, str], Any]:
+def _make_decoder(hint: object) -> Decoder:
     if hint is Any:
         return _as_is
     origin = typing.get_origin(hint)
@@ -308,7 +340,7 @@ def _make_decoder(hint: Any) -> Callable[[object, str], Any]:
     return functools.partial(_cannot_decode, hint)
 
 
-def _as_is(data: object, where: str) -> Any:
+def _as_is(data: object, where: str) -> object:
     return data
 
 
@@ -318,13 +350,13 @@ def _null(data: object, where: str) -> None:
     raise JsonShapeError(where, f"expected null, got {_kind(data)}")
 
 
-def _decode_literal(values: tuple[Any, ...], data: object, where: str) -> Any:
+def _decode_literal(values: tuple[object, ...], data: object, where: str) -> object:
     if data in values and not isinstance(data, bool):
         return data
     raise JsonShapeError(where, f"expected one of {values}, got {data!r}")
 
 
-def _decode_enum(hint: type[enum.Enum], data: object, where: str) -> Any:
+def _decode_enum(hint: type[enum.Enum], data: object, where: str) -> enum.Enum:
     try:
         return hint(data)
     except ValueError:
@@ -332,7 +364,7 @@ def _decode_enum(hint: type[enum.Enum], data: object, where: str) -> Any:
         raise JsonShapeError(where, f"expected one of {names}, got {data!r}") from None
 
 
-def _decode_own(own: Callable[[object], Any], data: object, where: str) -> Any:
+def _decode_own(own: Callable[[object], object], data: object, where: str) -> object:
     try:
         return own(data)
     except (KeyError, TypeError, ValueError) as exc:
@@ -343,24 +375,24 @@ def _decode_own(own: Callable[[object], Any], data: object, where: str) -> Any:
 
 def _decode_named_tuple(hint: Any, data: object, where: str) -> Any:
     args = tuple(typing.get_type_hints(hint)[name] for name in hint._fields)
-    return hint(*_decode_generic(tuple, args, data, where))
+    return hint(*_decode_items(tuple, args, data, where))
 
 
-def _cannot_decode(hint: Any, data: object, where: str) -> Any:
+def _cannot_decode(hint: object, data: object, where: str) -> NoReturn:
     raise TypeError(f"{where}: from_json() cannot decode the type {hint!r}")
 
 
-def _decode_optional(decoder: Callable[[object, str], Any], data: object, where: str) -> Any:
+def _decode_optional(decoder: Decoder, data: object, where: str) -> object:
     return None if data is None else decoder(data, where)
 
 
-def _decode_tuple_of(decoder: Callable[[object, str], Any], data: object, where: str) -> Any:
+def _decode_tuple_of(decoder: Decoder, data: object, where: str) -> tuple[object, ...]:
     if not isinstance(data, (list, tuple)):
         raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
     return tuple([decoder(item, f"{where}[{i}]") for i, item in enumerate(data)])
 
 
-def _decode_union(arms: Sequence[Any], data: object, where: str) -> Any:
+def _decode_union(arms: Sequence[object], data: object, where: str) -> object:
     if data is None and type(None) in arms:
         return None
     errors: list[str] = []
@@ -374,30 +406,36 @@ def _decode_union(arms: Sequence[Any], data: object, where: str) -> Any:
     raise JsonShapeError(where, " or ".join(errors) if errors else f"got {_kind(data)}")
 
 
-def _decode_generic(origin: Any, args: tuple[Any, ...], data: object, where: str) -> Any:
+def _decode_generic(origin: object, args: tuple[object, ...], data: object, where: str) -> object:
     if origin in (dict, Mapping):
         if not isinstance(data, Mapping):
             raise JsonShapeError(where, f"expected a JSON object, got {_kind(data)}")
         value_hint = args[1] if len(args) == 2 else Any
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key, item in data.items():
             if not isinstance(key, str):
                 raise JsonShapeError(where, f"object keys are strings, not {key!r}")
             out[key] = _decode(value_hint, item, f"{where}[{key!r}]")
         return out
     if origin in (tuple, list, Sequence):
-        if not isinstance(data, (list, tuple)):
-            raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
-        if origin is tuple and args:  # tuple[X, Y]; tuple[X, ...] is _decode_tuple_of's
-            if len(args) != len(data):
-                raise JsonShapeError(where, f"expected {len(args)} items, got {len(data)}")
-            hints: Sequence[Any] = args
-        else:
-            hints = [args[0] if args else Any] * len(data)
-        pairs = enumerate(zip(hints, data, strict=True))
-        items = [_decode(h, item, f"{where}[{i}]") for i, (h, item) in pairs]
+        items = _decode_items(origin, args, data, where)
         return items if origin is list else tuple(items)
     raise TypeError(f"{where}: from_json() cannot decode the type {origin!r}")
+
+
+def _decode_items(
+    origin: object, args: tuple[object, ...], data: object, where: str
+) -> list[object]:
+    if not isinstance(data, (list, tuple)):
+        raise JsonShapeError(where, f"expected a JSON array, got {_kind(data)}")
+    if origin is tuple and args:  # tuple[X, Y]; tuple[X, ...] is _decode_tuple_of's
+        if len(args) != len(data):
+            raise JsonShapeError(where, f"expected {len(args)} items, got {len(data)}")
+        hints: Sequence[object] = args
+    else:
+        hints = [args[0] if args else Any] * len(data)
+    pairs = enumerate(zip(hints, data, strict=True))
+    return [_decode(h, item, f"{where}[{i}]") for i, (h, item) in pairs]
 
 
 def _str(data: object, where: str) -> str:
@@ -428,7 +466,7 @@ def _path(data: object, where: str) -> Path:
     return Path(_str(data, where))
 
 
-_SCALARS: dict[type, Callable[[object, str], Any]] = {
+_SCALARS: dict[type, Decoder] = {
     str: _str,
     int: _int,
     float: _float,

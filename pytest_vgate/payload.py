@@ -189,12 +189,17 @@ class CitationPayload(Jsonable):
     kind: Literal[PayloadKind.CITATION] = PayloadKind.CITATION
 
 
-def document_order(result: Mapping[str, Any] | None) -> tuple[str, int]:
+def document_order(result: Mapping[str, object] | None) -> tuple[str, int]:
     """Where a citation was written (document, offset) from its result: the order of the
     citations in the report, the summary and a merged report, whatever order xdist
     delivered them in."""
     cited = (result or {}).get("citation") or {}
-    return str(cited.get("document", "")), int(cited.get("offset", 0))
+    if not isinstance(cited, Mapping):
+        raise TypeError(f"a citation is a JSON object, not {cited!r:.60}")
+    offset = cited.get("offset", 0)
+    if not isinstance(offset, (int, float, str)):
+        raise TypeError(f"a citation's offset is a number, not {offset!r:.60}")
+    return str(cited.get("document", "")), int(offset)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,7 +264,7 @@ def decode_payload(data: object) -> Payload:
     return _decode(_payload_type(data.get("kind")), data)
 
 
-def payload_of_entry(entry: Mapping[str, Any], default: PayloadKind) -> Payload:
+def payload_of_entry(entry: Mapping[str, object], default: PayloadKind) -> Payload:
     """The payload of a JSON report entry (of kind ``default`` when the entry names none):
     the entry's keys that the payload type has, without its nulls (the report writes a
     null for every gate field a kind lacks); the values are checked as
@@ -279,7 +284,7 @@ def _payload_type(kind: object) -> type[Payload]:
     return cls
 
 
-def _decode(cls: type[Payload], data: Mapping[str, Any]) -> Payload:
+def _decode(cls: type[Payload], data: Mapping[str, object]) -> Payload:
     try:
         payload = from_json(cls, data)
     except JsonShapeError as exc:

@@ -16,8 +16,9 @@ import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from pytest_vgate.jsonable import JsonDict, JsonValue, as_array, as_object
 from pytest_vgate.payload import (
     CitationDocumentPayload,
     CitationPayload,
@@ -74,15 +75,64 @@ BASE_FIELDS = ("diff", "advice")
 MAX_TARGETS = 5
 
 
+class DescribedGate(TypedDict):
+    id: str
+    line: int
+    claim: str
+
+
+class GatesFileDescription(TypedDict):
+    """A gates file as the session read it: its content hash, its gates, what it cites."""
+
+    path: str
+    sha256: str | None
+    gates: list[DescribedGate]
+    citations: list[str]
+
+
+class TreeDescription(TypedDict):
+    commit: str | None
+    dirty: str
+    repo: str | None
+
+
+class GuardFinding(TypedDict):
+    nodeid: str
+    what: str
+
+
 class SessionDescription(TypedDict, total=False):
     """What a report says of the session that wrote it, so that a shard report describes
     itself to ``merge`` and ``verify`` (``plugin.describe.describe_session``)."""
 
-    gates_files: list[dict[str, Any]]
-    tree: dict[str, Any]
-    options: dict[str, Any]
+    gates_files: list[GatesFileDescription]
+    tree: dict[str, TreeDescription]  # by gates root
+    options: dict[str, JsonValue]  # the options that change a verdict
     selection: dict[str, list[str]]
-    findings: list[dict[str, Any]]
+    findings: list[GuardFinding]
+
+
+class GateCounts(TypedDict):
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+    by_mode: dict[str, int]
+    by_rbg: dict[str, int]
+
+
+class CitationCounts(TypedDict):
+    total: int
+    by_status: dict[str, int]
+    fabrications: int
+
+
+class ReportSummary(TypedDict):
+    """Counts for dashboards (:func:`summarize`)."""
+
+    gates: GateCounts
+    citations: CitationCounts
+    adjustments: dict[str, int]
 
 
 class JsonReport(SessionDescription):
@@ -91,17 +141,17 @@ class JsonReport(SessionDescription):
 
     version: int
     rootdir: str | None
-    summary: dict[str, Any]
-    gates: list[dict[str, Any]]
-    citations: list[dict[str, Any]]
-    citation_documents: list[dict[str, Any]]
+    summary: ReportSummary
+    gates: list[JsonDict]
+    citations: list[JsonDict]
+    citation_documents: list[JsonDict]
 
 
 def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) -> JsonReport:
     """The report of a session from its items' payloads (in any order)."""
-    gates: list[dict[str, Any]] = []
-    citations: list[dict[str, Any]] = []
-    documents: list[dict[str, Any]] = []
+    gates: list[JsonDict] = []
+    citations: list[JsonDict] = []
+    documents: list[JsonDict] = []
     for payload in payloads:
         data = payload.to_dict()
         if isinstance(payload, (CitationPayload, CitationDocumentPayload)):
@@ -112,7 +162,7 @@ def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) ->
             entry["kind"] = data["kind"]
             gates.append(entry)
     # xdist delivers reports in any order
-    citations.sort(key=lambda entry: document_order(entry.get("result")))
+    citations.sort(key=lambda entry: document_order(as_object(entry.get("result"))))
     documents.sort(key=lambda d: str(d.get("document", "")))
     return {
         "version": REPORT_VERSION,
@@ -124,7 +174,7 @@ def build_report(payloads: Sequence[Payload], *, rootdir: Path | None = None) ->
     }
 
 
-def gate_state(entry: Mapping[str, Any]) -> str:
+def gate_state(entry: Mapping[str, object]) -> str:
     """``passed``, ``skipped`` (judgment, not strict) or ``failed``."""
     if entry.get("ok"):
         return "passed"
@@ -134,8 +184,8 @@ def gate_state(entry: Mapping[str, Any]) -> str:
 
 
 def summarize(
-    gates: Sequence[Mapping[str, Any]], citations: Sequence[Mapping[str, Any]]
-) -> dict[str, Any]:
+    gates: Sequence[Mapping[str, object]], citations: Sequence[Mapping[str, object]]
+) -> ReportSummary:
     """Counts for dashboards: gates by outcome, mode and rbg status, citations by status.
 
     Every known mode, rbg status and citation status has a key (0 when absent), so a
@@ -152,8 +202,8 @@ def summarize(
             rbg = str(entry["rbg"])
             by_rbg[rbg] = by_rbg.get(rbg, 0) + 1
         states[gate_state(entry)] += 1
-        for note in entry.get("adjustments") or ():
-            action = str(note.get("action"))
+        for note in as_array(entry.get("adjustments")):
+            action = str(as_object(note).get("action"))
             adjustments[action] = adjustments.get(action, 0) + 1
     by_status = dict.fromkeys((c.value for c in CitationStatus), 0)
     fabrications = 0
@@ -162,11 +212,18 @@ def summarize(
         by_status[status] = by_status.get(status, 0) + 1
         # after --vgate-fix a rewritten citation counts as what was found
         fixed = entry.get("original") if entry.get("ok") else None
-        result = fixed or entry.get("result") or {}
+        result = as_object(fixed or entry.get("result"))
         if status == CitationStatus.FABRICATED.value or result.get("beyond_end"):
             fabrications += 1
     return {
-        "gates": {"total": len(gates), **states, "by_mode": by_mode, "by_rbg": by_rbg},
+        "gates": {
+            "total": len(gates),
+            "passed": states["passed"],
+            "failed": states["failed"],
+            "skipped": states["skipped"],
+            "by_mode": by_mode,
+            "by_rbg": by_rbg,
+        },
         "citations": {
             "total": len(citations),
             "by_status": by_status,
@@ -176,7 +233,7 @@ def summarize(
     }
 
 
-def write_json_report(path: Path, report: Mapping[str, Any]) -> str | None:
+def write_json_report(path: Path, report: Mapping[str, object]) -> str | None:
     """Write the report atomically; return a warning text instead of raising."""
     try:
         data = json.dumps(report, indent=2, sort_keys=False, default=str)
@@ -194,14 +251,14 @@ def write_json_report(path: Path, report: Mapping[str, Any]) -> str | None:
     return None
 
 
-def report_digest(body: Mapping[str, Any]) -> str:
+def report_digest(body: Mapping[str, object]) -> str:
     """The sha256 of a report's content (every key but the seal), canonically encoded."""
     content = {k: v for k, v in body.items() if k != COMPLETE}
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def sealed(report: Mapping[str, Any]) -> dict[str, Any]:
+def sealed(report: Mapping[str, object]) -> dict[str, object]:
     """The report with its seal as the last key: the digest of everything before it.
 
     Written only once the session has reached its end, so a process that ends early (a
@@ -216,7 +273,7 @@ class ReportFileError(ValueError):
     """A report file that cannot be read as one; the message names the path and why."""
 
 
-def read_report_file(path: Path) -> dict[str, Any]:
+def read_report_file(path: Path) -> dict[str, JsonValue]:
     """A JSON report read without blocking or recursing: a regular file only (a FIFO, a
     device or a folder is refused without being opened for long), at most
     ``MAX_REPORT_BYTES``, at most ``MAX_DEPTH`` levels deep."""
@@ -265,7 +322,7 @@ def _too_deep(data: object) -> bool:
     return False
 
 
-def check_targets(gate: Gate, root: Path) -> list[dict[str, Any]]:
+def check_targets(gate: Gate, root: Path) -> list[JsonDict]:
     """The files a gate's check names, with the line of the named test or function.
 
     ``tests/test_x.py::TestY::test_z`` -> that file at ``def test_z``; a verifier
@@ -273,7 +330,7 @@ def check_targets(gate: Gate, root: Path) -> list[dict[str, Any]]:
     text names (a rubric). Only existing files inside ``root``; at most ``MAX_TARGETS``.
     Used for report locations (SARIF, annotations); never raises.
     """
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, JsonDict] = {}
     try:
         real_root = os.path.realpath(root)
         cwd = Path(real_root) / gate.cwd

@@ -15,8 +15,9 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from pytest_vgate.jsonable import as_array, as_object
 from pytest_vgate.report import (
     COMPLETE,
     REPORT_VERSION,
@@ -29,7 +30,7 @@ from pytest_vgate.report import (
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 
 
-def problems(report: Mapping[str, Any]) -> list[str]:
+def problems(report: Mapping[str, object]) -> list[str]:
     """Every reason the report is not a complete, passing session; empty when it is."""
     if report.get("version") != REPORT_VERSION:
         return [f"report version {report.get('version')!r}; this verify reads {REPORT_VERSION}"]
@@ -37,37 +38,46 @@ def problems(report: Mapping[str, Any]) -> list[str]:
     entries = _entries(report)
     if found or entries is None:
         return found or ["the report has no `gates`/`citations` lists"]
-    present = {str(e.get("nodeid")) for e in entries if e.get("nodeid")}
+    present = {str(e.get("nodeid")) for x in entries for e in x if e.get("nodeid")}
     selection = report.get("selection")
     if not isinstance(selection, Mapping):
         return ["the report does not say what the session selected (no `selection`)"]
-    selected = [str(n) for n in selection.get("selected") or ()]
-    met = {*selected, *map(str, selection.get("deselected") or ())}
+    lists = [selection.get(key) or () for key in ("selected", "deselected")]
+    gates_files = report.get("gates_files") or ()
+    if not all(isinstance(x, (list, tuple)) for x in (*lists, gates_files)):
+        return ["the report's `selection` or `gates_files` is not a list"]
+    selected = [str(n) for n in as_array(lists[0])]
+    met = {*selected, *map(str, as_array(lists[1]))}
     found += [f"{n}: selected, but not in the report" for n in selected if n not in present]
-    for gates_file in report.get("gates_files") or ():
+    for gates_file in as_array(gates_files):
+        if not isinstance(gates_file, Mapping):
+            found.append(f"gates_files: {gates_file!r:.60} is not a gates file's description")
+            continue
         rel = str(gates_file.get("path"))
-        for gate in gates_file.get("gates") or ():
-            nodeid = f"{rel}::{gate.get('id')}"
+        for gate in as_array(gates_file.get("gates")):
+            nodeid = f"{rel}::{as_object(gate).get('id')}"
             if nodeid not in met and nodeid not in present:
                 found.append(f"{nodeid}: declared in {rel}, but neither run nor deselected")
-    found += [f"{f.get('nodeid')}: {f.get('what')}" for f in report.get("findings") or ()]
-    for entry in report["gates"]:
+    findings = map(as_object, as_array(report.get("findings")))
+    found += [f"{f.get('nodeid')}: {f.get('what')}" for f in findings]
+    gates, citations, documents = entries
+    for entry in gates:
         if gate_state(entry) == "failed":
             cause = f", cause {entry['cause']}" if entry.get("cause") else ""
             detail = str(entry.get("detail") or "").strip().splitlines()
             why = f": {detail[0]}" if detail else ""
             found.append(f"{_name(entry)}: mode {entry.get('mode')}{cause}{why}")
-    for entry in report["citations"]:
+    for entry in citations:
         if entry.get("ok") is not True:
             found.append(f"{entry.get('source')}: citation {entry.get('citation')!r} "
                          f"{entry.get('status')}")  # fmt: skip
-    for entry in report.get("citation_documents") or ():
+    for entry in documents:
         if entry.get("ok") is not True:
             found.append(f"{entry.get('document')}: {entry.get('mode')}: {entry.get('detail')}")
     return found
 
 
-def _seal_problems(report: Mapping[str, Any]) -> list[str]:
+def _seal_problems(report: Mapping[str, object]) -> list[str]:
     seal = report.get(COMPLETE)
     if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
         return [
@@ -79,16 +89,26 @@ def _seal_problems(report: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _entries(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+Entries = list[Mapping[str, object]]
+
+
+def _entries(report: Mapping[str, object]) -> tuple[Entries, Entries, Entries] | None:
+    """The gates, citations and cited documents, if each is a list of JSON objects."""
     lists = [report.get(key) for key in ("gates", "citations")]
     documents = report.get("citation_documents") or []
-    if not all(isinstance(x, list) for x in (*lists, documents)):
-        return None
-    entries = [e for x in (*lists, documents) for e in x]  # type: ignore[union-attr]
-    return entries if all(isinstance(e, Mapping) for e in entries) else None
+    found: list[Entries] = []
+    for x in (*lists, documents):
+        if not isinstance(x, list):
+            return None
+        objects = [e for e in x if isinstance(e, Mapping)]
+        if len(objects) != len(x):
+            return None
+        found.append(objects)
+    gates, citations, cited = found
+    return gates, citations, cited
 
 
-def _name(entry: Mapping[str, Any]) -> str:
+def _name(entry: Mapping[str, object]) -> str:
     return str(entry.get("nodeid") or entry.get("id"))
 
 
@@ -115,9 +135,8 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout) -> int:
     if found:
         head = f"pytest-vgate verify: {args.report}: NOT VERIFIED ({len(found)})"
     else:
-        head = (
-            f"pytest-vgate verify: {args.report}: verified ({len(report['gates'])} gates, all ok)"
-        )
+        gates = len(as_array(report["gates"]))
+        head = f"pytest-vgate verify: {args.report}: verified ({gates} gates, all ok)"
     github = os.environ.get("GITHUB_ACTIONS") == "true"
     if github:
         _github(head, found, out)

@@ -13,9 +13,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from pytest_vgate.clip import clip
+from pytest_vgate.jsonable import as_array, as_object
 from pytest_vgate.payload import PayloadKind
 from pytest_vgate.report import gate_state
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
@@ -52,7 +52,18 @@ class Finding:
     key: str = ""  # stable identity across runs (for fingerprints)
     detail: str = ""  # one line: what went wrong
     rank: tuple[int, int] = (0, 0)
-    properties: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, object] = field(default_factory=dict)  # JSON values of the report
+
+
+def _line(value: object) -> int:
+    """A cited line number (as ``int()`` reads it: a TypeError for what is none)."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"a line number is a number, not {value!r:.40}")
+
+
+def _line_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _split_location(text: str) -> tuple[str, int | None]:
@@ -64,7 +75,7 @@ def _split_location(text: str) -> tuple[str, int | None]:
     return (path, int(first)) if first.isdigit() else (text, None)
 
 
-def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
+def _gate_finding(entry: Mapping[str, object], rootdir: str) -> Finding:
     mode = str(entry.get("mode"))
     cause = entry.get("cause")
     where: Place | None = None
@@ -75,8 +86,8 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
     elif entry.get("nodeid"):
         where = Place(os.path.join(rootdir, str(entry["nodeid"]).split("::", 1)[0]))
     targets = tuple(
-        Place(str(t["path"]), t.get("line"), "the check's target")
-        for t in entry.get("targets") or ()
+        Place(str(t["path"]), _line_or_none(t.get("line")), "the check's target")
+        for t in as_array(entry.get("targets"))
         if isinstance(t, Mapping) and t.get("path")
     )
     name = str(entry.get("id") or entry.get("nodeid"))
@@ -89,7 +100,7 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
         reason = f" ({entry['rbg_reason']})" if entry.get("rbg_reason") else ""
         lines.append(f"red-before-green: {entry['rbg']}{reason}")
     if entry.get("command"):
-        lines.append("command: " + " ".join(str(a) for a in entry["command"]))
+        lines.append("command: " + " ".join(str(a) for a in as_array(entry["command"])))
     rank = SEVERITY.index(Mode(mode)) if mode in {m.value for m in Mode} else len(SEVERITY)
     return Finding(
         kind="gate",
@@ -113,19 +124,19 @@ def _gate_finding(entry: Mapping[str, Any], rootdir: str) -> Finding:
     )
 
 
-def _citation_finding(entry: Mapping[str, Any]) -> Finding | None:
+def _citation_finding(entry: Mapping[str, object]) -> Finding | None:
     status = str(entry.get("status"))
     if status not in {s.value for s in CITATION_ORDER} or entry.get("ok"):
         return None  # verified, or rewritten by --vgate-fix in this run (now right)
-    result = entry.get("result") or {}
-    cited = result.get("citation") or {}
+    result = as_object(entry.get("result"))
+    cited = as_object(result.get("citation"))
     root = str(entry.get("root") or "")
-    where = Place(str(cited["document"]), int(cited["line"])) if cited.get("document") else None
+    where = Place(str(cited["document"]), _line(cited["line"])) if cited.get("document") else None
     related: list[Place] = []
     if entry.get("corrected_to"):
         path, line = _split_location(str(entry["corrected_to"]))
         related.append(Place(os.path.join(root, path), line, "where the code really is"))
-    for candidate in result.get("candidates") or ():
+    for candidate in as_array(result.get("candidates")):
         path, line = _split_location(str(candidate))
         related.append(Place(os.path.join(root, path), line, "a candidate"))
     location = str(entry.get("location") or entry.get("citation"))
@@ -152,19 +163,19 @@ def _citation_finding(entry: Mapping[str, Any]) -> Finding | None:
     )
 
 
-def findings(report: Mapping[str, Any]) -> list[Finding]:
+def findings(report: Mapping[str, object]) -> list[Finding]:
     """Every failed gate and every citation that is not verified, worst first."""
     rootdir = str(report.get("rootdir") or os.getcwd())
     found: list[Finding] = []
-    for entry in report.get("gates") or ():
+    for entry in map(as_object, as_array(report.get("gates"))):
         if gate_state(entry) == "failed":
             found.append(_gate_finding(entry, rootdir))
-    for entry in report.get("citations") or ():
+    for entry in map(as_object, as_array(report.get("citations"))):
         finding = _citation_finding(entry)
         if finding is not None:
             found.append(finding)
 
-    def order(f: Finding) -> tuple[Any, ...]:
+    def order(f: Finding) -> tuple[tuple[int, int], str, int]:
         return (f.rank, f.where.path if f.where else "", (f.where.line or 0) if f.where else 0)
 
     return sorted(found, key=order)

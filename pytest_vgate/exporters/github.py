@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.exporters.common import Finding, findings, relative_uri
+from pytest_vgate.report import JsonReport
 
 MAX_PER_LEVEL = 10  # annotations of one level GitHub shows per step
 SUMMARY_BUDGET = 1_000_000  # bytes; GitHub refuses a step summary over 1 MiB
@@ -248,7 +249,7 @@ class GithubExporter:
         self.workspace = workspace
         self.channel = channel
 
-    def pytest_vgate_report(self, report: dict[str, Any]) -> None:
+    def pytest_vgate_report(self, report: JsonReport) -> None:
         if not report.get("gates") and not report.get("citations"):
             return
         lines = annotation_lines(report, self.workspace)

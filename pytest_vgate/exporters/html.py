@@ -26,7 +26,7 @@ from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
 from pytest_vgate.exporters.common import write_atomically
 from pytest_vgate.paths import relative
-from pytest_vgate.report import gate_state
+from pytest_vgate.report import JsonReport, gate_state
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
 CONTEXT_LINES = 2  # lines shown around a cited line
@@ -452,5 +452,5 @@ class HtmlExporter:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def pytest_vgate_report(self, report: dict[str, Any]) -> None:
+    def pytest_vgate_report(self, report: JsonReport) -> None:
         write_html(self.path, build_html(report))

@@ -19,7 +19,6 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from pytest_vgate.exporters.common import (
     Finding,
@@ -28,6 +27,8 @@ from pytest_vgate.exporters.common import (
     relative_uri,
     write_atomically,
 )
+from pytest_vgate.jsonable import JsonDict
+from pytest_vgate.report import JsonReport
 from pytest_vgate.verdict import CitationStatus, Mode
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -49,8 +50,8 @@ CITATION_RULES = {
 }
 
 
-def _rules() -> list[dict[str, Any]]:
-    rules = []
+def _rules() -> list[JsonDict]:
+    rules: list[JsonDict] = []
     for mode, text in GATE_RULES.items():
         rules.append(
             {
@@ -92,20 +93,20 @@ def file_uri(path: str | Path) -> str:
     return Path(os.path.abspath(path)).as_uri()
 
 
-def _physical(place: Place, rootdir: str) -> dict[str, Any]:
+def _physical(place: Place, rootdir: str) -> JsonDict:
     uri = relative_uri(place.path, rootdir)
-    artifact: dict[str, str] = {"uri": file_uri(place.path)}
+    artifact: JsonDict = {"uri": file_uri(place.path)}
     if uri is not None:
         artifact = {"uri": uri_reference(uri), "uriBaseId": ROOT_ID}
-    location: dict[str, Any] = {"artifactLocation": artifact}
+    location: JsonDict = {"artifactLocation": artifact}
     if place.line is not None and place.line >= 1:
         location["region"] = {"startLine": place.line}
     return location
 
 
-def _result(finding: Finding, rule_index: int, rootdir: str) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: int, rootdir: str) -> dict[str, object]:
     places = ([finding.where] if finding.where else []) + list(finding.targets)
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "ruleId": finding.rule,
         "ruleIndex": rule_index,
         "level": finding.level,
@@ -137,7 +138,9 @@ def _version() -> str:
         return "0"
 
 
-def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) -> dict[str, Any]:
+def build_sarif(
+    report: Mapping[str, object], *, max_results: int = MAX_RESULTS
+) -> dict[str, object]:
     """A SARIF 2.1.0 log of one run from a vgate report; worst first, cut at ``max_results``."""
     rootdir = str(report.get("rootdir") or os.getcwd())
     rules = _rules()
@@ -148,7 +151,7 @@ def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) ->
     cut_by_rule: dict[str, int] = {}
     for finding in left_out:
         cut_by_rule[finding.rule] = cut_by_rule.get(finding.rule, 0) + 1
-    invocation: dict[str, Any] = {"executionSuccessful": True}
+    invocation: JsonDict = {"executionSuccessful": True}
     if left_out:
         invocation["toolExecutionNotifications"] = [
             {
@@ -161,7 +164,7 @@ def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) ->
                 },
             }
         ]
-    run: dict[str, Any] = {
+    run: dict[str, object] = {
         "tool": {
             "driver": {
                 "name": "pytest-vgate",
@@ -187,7 +190,7 @@ def build_sarif(report: Mapping[str, Any], *, max_results: int = MAX_RESULTS) ->
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
-def write_sarif(path: Path, log: Mapping[str, Any]) -> None:
+def write_sarif(path: Path, log: Mapping[str, object]) -> None:
     """Write atomically (temp file + rename); raises OSError, which the caller reports."""
     write_atomically(path, json.dumps(log, indent=2), prefix=".vgate-sarif-")
 
@@ -199,5 +202,5 @@ class SarifExporter:
         self.path = path
         self.max_results = max_results
 
-    def pytest_vgate_report(self, report: dict[str, Any]) -> None:
+    def pytest_vgate_report(self, report: JsonReport) -> None:
         write_sarif(self.path, build_sarif(report, max_results=self.max_results))

@@ -9,9 +9,9 @@ report and the terminal summary.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -147,9 +147,10 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Each step runs through the boundary: a fault in one is a warning with a mode,
         # and the steps after it still run (the ledger is written whatever the exporters do).
-        report: dict[str, Any] = {}
-        self._step(lambda: report.update(self._build_report()), "the JSON report")
+        built: list[JsonReport] = []  # the report, once it is built
+        self._step(lambda: built.append(self._build_report()), "the JSON report")
         self._step(self._extend_adjustment_warnings, "the adjuster warnings")
+        report = built[0] if built else None
         if report:
             self._step(lambda: self._export(report), "the pytest_vgate_report exporters")
         self._step(self._record_evidence, "the ledger")
@@ -177,18 +178,16 @@ class Controller:
         from pytest_vgate.plugin.describe import describe_session
         from pytest_vgate.report import build_report
 
-        report: dict[str, Any] = {
-            **build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
-        }
+        report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
         if self.res.base_trees:  # the page shows the diff: add it while the trees exist
             # Extras for readers: a fault in one is a warning, and the report still goes out.
             self._step(lambda: self._add_diffs(report), "the change's diff in the report")
             self._step(lambda: self._add_advice(report), "the advice in the report")
-        report.update(describe_session(self.config, self.res, self.loaded))
+        report = {**report, **describe_session(self.config, self.res, self.loaded)}
         self._write_report(report, seal=False)
-        return cast("JsonReport", report)
+        return report
 
-    def _write_report(self, report: Mapping[str, Any], *, seal: bool) -> None:
+    def _write_report(self, report: JsonReport, *, seal: bool) -> None:
         from pytest_vgate.report import sealed, write_json_report
 
         if self.res.settings.report is not None:
@@ -198,7 +197,7 @@ class Controller:
             if warning:
                 self.res.warnings.append(warning)
 
-    def _add_diffs(self, report: dict[str, Any]) -> None:
+    def _add_diffs(self, report: JsonReport) -> None:
         from pytest_vgate.exporters.change import ChangeDiff, add_diffs
 
         by_root: dict[str, ChangeDiff] = {}
@@ -211,7 +210,7 @@ class Controller:
         }
         add_diffs(report["gates"], diff_for or by_root)
 
-    def _add_advice(self, report: dict[str, Any]) -> None:
+    def _add_advice(self, report: JsonReport) -> None:
         """Each gate not proven by its base run gains ``advice``: the failure report's
         "what to do" sentence, for readers of the report (the page)."""
         from pytest_vgate.evidence.why import advice, decisive_lines
@@ -220,7 +219,9 @@ class Controller:
         gates = {(str(g.path), gate.id): gate for g in self.loaded for gate in g.gates}
         for entry in report["gates"]:
             base, status = entry.get("base"), entry.get("rbg")
-            gate = gates.get((str(entry.get("source") or "").rpartition(":")[0], entry.get("id")))
+            gate = gates.get(
+                (str(entry.get("source") or "").rpartition(":")[0], str(entry.get("id")))
+            )
             if gate is None or not isinstance(base, dict) or status in (*QUIET_RBG, None):
                 continue
             run = Verdict.from_dict(base)
@@ -232,7 +233,7 @@ class Controller:
 
         self.res.warnings.extend(adjustment_warnings(self.payloads))
 
-    def _export(self, report: dict[str, Any]) -> None:
+    def _export(self, report: JsonReport) -> None:
         from pytest_vgate.plugin.extending import emit_report
 
         # Exporters (ours included) get the report once, here, on the controller.

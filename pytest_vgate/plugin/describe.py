@@ -9,13 +9,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
-from pytest_vgate.report import SessionDescription
+from pytest_vgate.report import GatesFileDescription, SessionDescription, TreeDescription
 from pytest_vgate.spec import GatesFile
 
 GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
@@ -29,7 +28,7 @@ def file_sha256(path: Path) -> str | None:
         return None
 
 
-def describe_gates_file(loaded: GatesFile, rootdir: Path) -> dict[str, Any]:
+def describe_gates_file(loaded: GatesFile, rootdir: Path) -> GatesFileDescription:
     return {
         "path": relative(loaded.path, rootdir, resolve=True, climb=True),
         "sha256": file_sha256(loaded.path),
@@ -42,7 +41,7 @@ def describe_session(
     config: pytest.Config, res: Resources, loaded: Sequence[GatesFile]
 ) -> SessionDescription:
     rootdir = config.rootpath
-    trees: dict[str, Any] = {}
+    trees: dict[str, TreeDescription] = {}
     # --collect-only checks nothing: no git for a tree no verdict depends on.
     roots = () if config.option.collectonly else dict.fromkeys(g.root for g in loaded)
     for root in roots:

@@ -31,6 +31,7 @@ from pytest_vgate.plugin.settings import option_path
 
 if TYPE_CHECKING:  # judging (and the verifiers it reads answers with) loads when first used
     from pytest_vgate.plugin.judging import Call, JudgeContext, P
+    from pytest_vgate.report import JsonReport
     from pytest_vgate.run_context import RunContext
     from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
@@ -227,7 +228,7 @@ def _default_timeout(item: pytest.Item) -> float:
     return resources(item.config).default_timeout(item)
 
 
-def emit_report(config: pytest.Config, report: Mapping[str, Any], timeout: float) -> list[str]:
+def emit_report(config: pytest.Config, report: JsonReport, timeout: float) -> list[str]:
     """Call ``pytest_vgate_report`` once, each implementation with its own copy of the report.
 
     Returns warnings for the summary: an exporter that raises, or a call that outlives

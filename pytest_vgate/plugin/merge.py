@@ -19,9 +19,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NoReturn, TextIO
+from typing import NoReturn, TextIO
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
 from pytest_vgate.paths import relative
 from pytest_vgate.payload import (
     MissingPayload,
@@ -56,7 +57,7 @@ class MergeError(VgateError):
     """A report that cannot be merged; the message names the file and what is wrong."""
 
 
-def read_shard(path: Path) -> dict[str, Any]:
+def read_shard(path: Path) -> JsonDict:
     """A shard report, checked: a regular file (never a FIFO or device: no read blocks),
     JSON of bounded depth, entries that are payloads, sealed by a session that reached
     its end, and describing itself (gates files, tree, selection)."""
@@ -94,19 +95,25 @@ def read_shard(path: Path) -> dict[str, Any]:
     for key, kind_of in (("gates_files", list), ("tree", dict), ("selection", dict)):
         if not isinstance(data.get(key), kind_of):
             raise MergeError(f"{path}: the report does not describe its session (no `{key}`)")
-    for i, described in enumerate(data["gates_files"]):
+    for i, described in enumerate(as_array(data["gates_files"])):
         if not isinstance(described, dict) or not isinstance(described.get("gates"), list):
             raise MergeError(f"{path}: gates_files[{i}] is not a gates file's description")
     return data
 
 
-def identity(shard: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def identity(shard: JsonDict) -> tuple[JsonDict, dict[str, object]]:
     """What shards of one run share: each gates file's content hash, and the tree."""
-    files = {str(f.get("path")): f.get("sha256") for f in shard["gates_files"]}
-    return files, dict(shard["tree"])
+    files = {str(f.get("path")): f.get("sha256") for f in _entries(shard, "gates_files")}
+    return files, dict(as_object(shard["tree"]))
 
 
-def check_same_run(shards: Sequence[tuple[Path, Mapping[str, Any]]]) -> None:
+def _entries(shard: JsonDict, key: str) -> list[JsonDict]:
+    """A list of JSON objects of a shard (:func:`read_shard` checked it is one), or []."""
+    value = shard.get(key)
+    return [] if value is None else json_objects(value)
+
+
+def check_same_run(shards: Sequence[tuple[Path, JsonDict]]) -> None:
     """Shards of different trees or gates files are not parts of one run: merging them
     would let one tree's pass stand for another's gate."""
     if not shards:
@@ -130,7 +137,7 @@ def check_same_run(shards: Sequence[tuple[Path, Mapping[str, Any]]]) -> None:
             )
 
 
-def _source_file(entry: Mapping[str, Any]) -> tuple[str, int]:
+def _source_file(entry: Mapping[str, object]) -> tuple[str, int]:
     """(gates file, line) of a gate entry's ``source`` (``path:line``)."""
     source = str(entry.get("source") or "")
     path, _, line = source.rpartition(":")
@@ -144,7 +151,7 @@ def _shard_relative(path: str, rootdir: str | None) -> str:
     return path
 
 
-def _worse(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def _worse(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
     """A gate run by two shards keeps its failing run: merging never hides a failure."""
     return gate_state(new) == "failed" and gate_state(old) != "failed"
 
@@ -153,10 +160,10 @@ _FROM_GATES_FILES = (PayloadKind.GATE.value, PayloadKind.MISSING.value)
 
 
 def merge_reports(
-    shards: Sequence[tuple[Path, Mapping[str, Any]]],
+    shards: Sequence[tuple[Path, JsonDict]],
     gates_files: Sequence[Path] = (),
     rootdir: Path | None = None,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, object], list[str]]:
     """The merged report and the warnings met on the way.
 
     Gates are matched to gates files by (path relative to the rootdir, id); the gate set
@@ -164,36 +171,38 @@ def merge_reports(
     """
     root = str(rootdir or Path.cwd())
     warnings: list[str] = []
-    gates: dict[str, dict[str, Any]] = {}
-    citations: dict[str, dict[str, Any]] = {}
-    documents: dict[str, dict[str, Any]] = {}  # cited documents audited as a whole
+    gates: dict[str, JsonDict] = {}
+    citations: dict[str, JsonDict] = {}
+    documents: dict[str, JsonDict] = {}  # cited documents audited as a whole
     named: dict[str, None] = {}
     for path, shard in shards:
         shard_root = shard.get("rootdir")
-        for entry in shard.get("gates", ()):
+        shard_root = shard_root if isinstance(shard_root, str) else None
+        for entry in _entries(shard, "gates"):
             key = str(entry.get("nodeid") or entry.get("id"))
             source, _ = _source_file(entry)
-            entry = {**entry, "_file": _shard_relative(source, shard_root) if source else ""}
+            file = _shard_relative(source, shard_root) if source else ""
+            entry = {**entry, "_file": file}
             # A verifier's or a marked test's source is a test module, not a gates file.
-            if entry["_file"] and entry.get("kind") in _FROM_GATES_FILES:
-                named[entry["_file"]] = None
+            if file and entry.get("kind") in _FROM_GATES_FILES:
+                named[file] = None
             if key in gates and not _worse(gates[key], entry):
                 continue
             gates[key] = entry
-        for entry in shard.get("citations", ()):
+        for entry in _entries(shard, "citations"):
             key = str(entry.get("nodeid") or (entry.get("source"), entry.get("citation")))
             if key not in citations or (_citation_ok(citations[key]) and not _citation_ok(entry)):
                 citations[key] = dict(entry)
-        for entry in shard.get("citation_documents") or ():
+        for entry in _entries(shard, "citation_documents"):
             key = str(entry.get("document"))
             if key not in documents or (documents[key].get("ok") and not entry.get("ok")):
                 documents[key] = dict(entry)
-        for warning in shard.get("warnings") or ():
+        for warning in as_array(shard.get("warnings")):
             warnings.append(f"{path}: {warning}")
     declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
-    described: dict[str, Mapping[str, Any]] = {}  # what the shards say of their gates files
+    described: dict[str, JsonDict] = {}  # what the shards say of their gates files
     for _, shard in shards:
-        for desc in shard.get("gates_files") or ():
+        for desc in _entries(shard, "gates_files"):
             described.setdefault(str(desc.get("path")), desc)
     for rel, desc in described.items():
         here = Path(root) / rel
@@ -220,11 +229,13 @@ def merge_reports(
     for rel, desc in described.items():
         if rel in declared:
             continue  # read from disk below
-        for gate in desc.get("gates") or ():
-            if (rel, str(gate.get("id"))) not in ran:
-                line = gate.get("line") if isinstance(gate.get("line"), int) else 0
+        for described_gate in map(as_object, as_array(desc.get("gates"))):
+            gate_id = str(described_gate.get("id"))
+            if (rel, gate_id) not in ran:
+                line = described_gate.get("line")
+                claim = str(described_gate.get("claim") or "")
                 missing.append(
-                    _missing_entry(rel, str(gate.get("id")), str(gate.get("claim") or ""), line)
+                    _missing_entry(rel, gate_id, claim, line if isinstance(line, int) else 0)
                 )
         missing.extend(_unchecked_described(rel, desc, citations, documents))
     for rel in declared:
@@ -237,12 +248,16 @@ def merge_reports(
                 missing.append(_missing_entry(rel, gate.id, gate.claim, gate.line))
         missing.extend(_unchecked_documents(rel, loaded.citations, citations, documents, root))
     ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
-    entries = [{k: v for k, v in e.items() if k != "_file"} for e in ordered] + missing
-    cited = sorted(citations.values(), key=lambda entry: document_order(entry.get("result")))
+    entries: list[JsonDict] = [{k: v for k, v in e.items() if k != "_file"} for e in ordered]
+    entries += missing
+    cited = sorted(
+        citations.values(), key=lambda entry: document_order(as_object(entry.get("result")))
+    )
     selection: dict[str, dict[str, None]] = {"selected": {}, "deselected": {}, "removed": {}}
     for _, shard in shards:
         for key, seen in selection.items():
-            seen.update(dict.fromkeys(map(str, (shard.get("selection") or {}).get(key) or ())))
+            listed = as_array(as_object(shard.get("selection")).get(key))
+            seen.update(dict.fromkeys(map(str, listed)))
     ran_anywhere = {*selection["selected"], *(str(e.get("nodeid")) for e in gates.values())}
     deselected = [n for n in selection["deselected"] if n not in ran_anywhere]
     return {
@@ -253,16 +268,21 @@ def merge_reports(
         "citations": cited,
         "citation_documents": sorted(documents.values(), key=lambda d: str(d.get("document"))),
         "shards": [str(path) for path, _ in shards],
-        "missing": [f"{e['source'].rpartition(':')[0]}::{e['id']}" for e in missing],
+        "missing": [f"{str(e['source']).rpartition(':')[0]}::{e['id']}" for e in missing],
         "gates_files": list(described.values()),
-        "tree": dict(shards[0][1].get("tree") or {}) if shards else {},
+        "tree": dict(as_object(shards[0][1].get("tree"))) if shards else {},
         "selection": {
             "selected": [*selection["selected"], *(e["nodeid"] for e in missing)],
             "deselected": deselected,
             "removed": list(selection["removed"]),
         },
-        "findings": [f for _, shard in shards for f in shard.get("findings") or ()],
+        "findings": [f for _, shard in shards for f in as_array(shard.get("findings"))],
     }, warnings
+
+
+def _listed(report: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
+    """The entries under ``key`` of a report :func:`merge_reports` made (JSON objects)."""
+    return [as_object(entry) for entry in as_array(report.get(key))]
 
 
 def _regular(path: Path) -> bool:
@@ -282,15 +302,15 @@ def _sha256(path: Path) -> str | None:
 
 def _unchecked_described(
     rel: str,
-    desc: Mapping[str, Any],
-    citations: Mapping[str, Mapping[str, Any]],
-    documents: Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
+    desc: Mapping[str, object],
+    citations: Mapping[str, Mapping[str, object]],
+    documents: Mapping[str, Mapping[str, object]],
+) -> list[JsonDict]:
     """Without the checkout: a document the gates file cites of which no shard checked
     any citation, nor audited it whole (a partly checked one needs the document itself)."""
     seen = {str(e.get("source") or "").rpartition(":")[0] for e in citations.values()}
     missing = []
-    for document in desc.get("citations") or ():
+    for document in as_array(desc.get("citations")):
         shown = str(document)
         if (
             shown not in seen
@@ -304,10 +324,10 @@ def _unchecked_described(
 def _unchecked_documents(
     rel: str,
     cited: Sequence[Path],
-    citations: Mapping[str, Mapping[str, Any]],
-    documents: Mapping[str, Mapping[str, Any]],
+    citations: Mapping[str, Mapping[str, object]],
+    documents: Mapping[str, Mapping[str, object]],
     root: str,
-) -> list[dict[str, Any]]:
+) -> list[JsonDict]:
     """A missing entry per document the gates file cites whose citations no shard checked
     (all or some of them): a single run would have checked every one."""
     from pytest_vgate.citations import parse_citations
@@ -334,13 +354,13 @@ def _unchecked_documents(
     return missing
 
 
-def _occurrence(entry: Mapping[str, Any]) -> int:
-    cited = (entry.get("result") or {}).get("citation") or {}
+def _occurrence(entry: Mapping[str, object]) -> int:
+    cited = as_object(as_object(entry.get("result")).get("citation"))
     occurrence = cited.get("occurrence", 1)
     return occurrence if isinstance(occurrence, int) else 1
 
 
-def _missing_document(rel: str, document: str, what: str) -> dict[str, Any]:
+def _missing_document(rel: str, document: str, what: str) -> JsonDict:
     return MissingPayload(
         id=document,
         detail=f"no shard checked {what} of {document}, cited by {rel}: a shard was lost "
@@ -350,11 +370,11 @@ def _missing_document(rel: str, document: str, what: str) -> dict[str, Any]:
     ).to_dict()
 
 
-def _line(entry: Mapping[str, Any]) -> int:
+def _line(entry: Mapping[str, object]) -> int:
     return _source_file(entry)[1]
 
 
-def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, Any]:
+def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> JsonDict:
     return MissingPayload(
         id=gate_id,
         claim=claim,
@@ -364,7 +384,7 @@ def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> dict[str, A
     ).to_dict()
 
 
-def _citation_ok(entry: Mapping[str, Any]) -> bool:
+def _citation_ok(entry: Mapping[str, object]) -> bool:
     from pytest_vgate.citations import CitationResult
 
     if isinstance(entry.get("ok"), bool):  # the item's own word, when the report has it
@@ -376,13 +396,13 @@ def _citation_ok(entry: Mapping[str, Any]) -> bool:
     return bool(ok or entry.get("fixed_from"))
 
 
-def merged_failed(report: Mapping[str, Any]) -> bool:
+def merged_failed(report: Mapping[str, object]) -> bool:
     """What would have failed a single run: a failed gate, a missing gate, a bad citation."""
-    if any(gate_state(e) == "failed" for e in report["gates"]):
+    if any(gate_state(e) == "failed" for e in _listed(report, "gates")):
         return True
-    if not all(d.get("ok") for d in report.get("citation_documents") or ()):
+    if not all(d.get("ok") for d in _listed(report, "citation_documents")):
         return True
-    return not all(_citation_ok(c) for c in report["citations"])
+    return not all(_citation_ok(c) for c in _listed(report, "citations"))
 
 
 class _Terminal:
@@ -413,41 +433,42 @@ class _Terminal:
 
 
 def render_summary(
-    report: Mapping[str, Any], warnings: Sequence[str], out: TextIO, *, verbose: int = 0
+    report: Mapping[str, object], warnings: Sequence[str], out: TextIO, *, verbose: int = 0
 ) -> None:
     """The vgate section of a single run's terminal summary, for the merged report."""
     from pytest_vgate.plugin.summary import write_summary
 
     payloads: dict[str, Payload] = {}
-    for entry in report["gates"]:
+    for entry in _listed(report, "gates"):
         payloads[str(entry.get("nodeid") or entry["id"])] = payload_of_entry(
             entry, PayloadKind.GATE
         )
-    for entry in report["citations"]:
+    for entry in _listed(report, "citations"):
         key = str(entry.get("nodeid") or entry.get("source"))
         payloads[key] = payload_of_entry(entry, PayloadKind.CITATION)
-    for entry in report.get("citation_documents") or ():
+    for entry in _listed(report, "citation_documents"):
         key = str(entry.get("nodeid") or entry.get("document"))
         payloads[key] = payload_of_entry(entry, PayloadKind.CITATION_DOCUMENT)
     terminal = _Terminal(out, str(report.get("rootdir") or Path.cwd()), verbose)
-    files = dict.fromkeys(_source_file(e)[0] for e in report["gates"] if e.get("source"))
+    files = dict.fromkeys(_source_file(e)[0] for e in _listed(report, "gates") if e.get("source"))
     res = SimpleNamespace(
         warnings=list(warnings), settings=SimpleNamespace(gates_files=list(files))
     )
     write_summary(terminal, payloads, res)  # type: ignore[arg-type]
-    if report.get("missing"):
-        terminal.write_line(f"gates missing from every shard: {len(report['missing'])}", red=True)
-        for nodeid in report["missing"]:
+    missing = as_array(report.get("missing"))
+    if missing:
+        terminal.write_line(f"gates missing from every shard: {len(missing)}", red=True)
+        for nodeid in missing:
             terminal.write_line(f"  {nodeid}", red=True)
 
 
-def append_ledger(report: Mapping[str, Any], ledger: Path) -> list[str]:
+def append_ledger(report: Mapping[str, object], ledger: Path) -> list[str]:
     """Every shard's records in one ledger (the records ride on the report's gates)."""
     from pytest_vgate.evidence import Ledger, Record
 
     records = []
-    for entry in report["gates"]:
-        for data in entry.get("records") or ():
+    for entry in _listed(report, "gates"):
+        for data in as_array(entry.get("records")):
             try:
                 records.append(Record.from_dict(data))
             except (KeyError, TypeError, ValueError) as exc:
