@@ -279,7 +279,7 @@ def run_sides(
             change = evidence.change_for(base_tree)
             if not change.empty and not change.error:
                 measure = measure_change(change, "head")
-                red_measure = measure_change(change, "base")
+                red_measure = replace(measure_change(change, "base"), sample=True)
     green_ctx = ctx if ctx.measure is measure else replace(ctx, measure=measure)
     red_ctx = base_ctx
     if base_ctx is not None and base_ctx.measure is not red_measure:

@@ -162,7 +162,9 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             caller_env=ctx.caller_env,
             path_prefix=(toolchain,),
         )
-        probe = start_measuring(ctx.measure, cell, env) if ctx.measure is not None else None
+        probe = None
+        if ctx.measure is not None:
+            probe = start_measuring(ctx.measure, cell, env, timeout=timeout)
         measured: Measured | None = None
         if probe is not None:
             env = probe.env

@@ -2,14 +2,18 @@
 
 Each check prints what user code can observe (its modules, its path, its code objects,
 ``dis``, ``inspect``, tracebacks, a profiler's calls, code rebuilt with other globals or
-builtins); the output must be the same, byte for byte, with and without measurement.
+builtins, its threads, signal handlers and file numbers, a fork); the output must be the
+same, byte for byte, with and without measurement (and the stack sample at its deadline).
 """
 
 from __future__ import annotations
 
+import glob
+import os
 import shlex
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, include_for
 from pytest_vgate.run_context import RunContext
 from pytest_vgate.runner import run_check
 from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.verdict import Mode
 
 PY = shlex.quote(sys.executable)
 
@@ -138,3 +143,59 @@ def test_the_checks_own_sitecustomize_still_runs_and_keeps_its_name(project: Pat
     assert found.measured, found.reason
     assert measured == plain
     assert measured.splitlines()[0] == f"ran {own / 'sitecustomize.py'}"
+
+
+# Prints what a sampled base run's watchdog could change, forks a child that exits through
+# the interpreter's finalization (it would wait forever for a watchdog thread it does not
+# have), with warnings as errors (Python 3.12 warns about forking with a thread), then hangs
+# until the deadline so that the sample is taken.
+SAMPLED = """\
+import sys
+
+print(sorted(sys.modules), sorted(globals()), flush=True)
+import os, signal, threading, time, warnings
+
+warnings.simplefilter("error")
+print([t.name for t in threading.enumerate()], threading.active_count())
+print(sorted((int(s), str(signal.getsignal(s))) for s in signal.valid_signals()))
+import faulthandler
+
+print(faulthandler.is_enabled(), os.open(os.devnull, os.O_RDONLY))
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)
+print("child", os.waitpid(pid, 0)[1], flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def _pythons() -> list[str]:
+    """This interpreter, and others of 3.10 to 3.13 that pyenv holds here."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = [sys.executable]
+    for minor in (10, 12, 13):
+        found.extend(sorted(glob.glob(f"{root}/versions/3.{minor}.*/bin/python3.{minor}"))[-1:])
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("python", _pythons(), ids=lambda p: Path(p).name)
+def test_the_stack_sample_adds_no_module_thread_handler_or_file_number_and_forks_cleanly(
+    project: Path, python: str
+) -> None:
+    (project / "sampled.py").write_text(SAMPLED)
+    gate = gate_from_mapping(
+        {"id": "g", "check": f"{shlex.quote(python)} sampled.py", "timeout": 4}, root=project
+    )
+    plain = run_check(gate, RunContext(root=project))
+    sampled = replace(include_for([project]), sample=True)
+    measured = run_check(gate, RunContext(root=project, measure=sampled))
+    assert plain.mode is measured.mode is Mode.TIMEOUT, (plain.stderr, measured.stderr)
+    assert "child 0" in plain.stdout, plain.stderr
+    assert measured.stdout == plain.stdout
+    assert measured.stderr == plain.stderr == ""
+    found = measured.extra[MEASURED_KEY]
+    assert isinstance(found, Measured)
+    assert found.measured and found.sampled, found
+    assert any(f.path.endswith("sampled.py") for t in found.stacks for f in t), found.stacks

@@ -27,13 +27,28 @@ Records go to ``lines.<pid>.<random>`` in the run's folder the moment they happe
 append, close: nothing is lost at ``os._exit`` or a kill, and a check that closes file
 descriptors never gets a record in one of its files): ``s ENGINE EXE`` when measuring
 starts, ``p N PATH`` when a measured file first runs, ``l N LINE`` for each line once,
-``x WHY`` for what could not be measured (texts hex-encoded), and ``n NODE`` when the
+``x WHY`` for what could not be measured (texts hex-encoded), ``w WHY`` for why there is
+no stack sample (below), and ``n NODE`` when the
 process raises the audit event ``NODE_EVENT`` (a batch of pytest nodes starting the next
 one): lines are then reported once per node, each after the marker of the node that ran
 it, and tracing no longer stops early. Afterwards the folder leaves ``sys.path`` and
 ``sitecustomize`` is the one the check would have had (or none), and every function left
 running here carries the file name ``CODE_NAME``, which coverage.py and tracebacks treat
 as no file at all.
+
+A base run may also ask for a **stack sample** at its deadline (``sample AT`` in the spec:
+``time.monotonic()`` shortly before the kill). The process arms faulthandler's watchdog,
+a C thread that Python code never sees (not in ``threading.enumerate()``, no signal
+handler, no name), to dump every thread's stack into ``stack.<pid>.<random>`` at that
+moment. faulthandler is built into the interpreter: its module is taken out of
+``sys.modules`` again, and ``time`` is the one plain Python had loaded. Its file is moved
+to a high descriptor (the check's own files keep their numbers). Around ``os.fork`` the
+watchdog is cancelled (a forked child would hang at its exit waiting for the watchdog it
+does not have, and Python 3.12 would warn about a thread) and armed again in both
+processes. A check that uses the watchdog itself (``faulthandler.dump_traceback_later``,
+pytest's ``faulthandler_timeout``) replaces ours: faulthandler then lets go of our file
+object, which its reference count shows, and from then on the watchdog is the check's and
+left alone; that run has no sample, which the judgment says.
 """
 
 import os
@@ -47,6 +62,8 @@ if TYPE_CHECKING:  # for mypy only: importing them here would show in sys.module
 DIR_ENV = "PYTEST_VGATE_COVERAGE_DIR"  # the run's data folder
 SPEC_NAME = "spec"  # beside the data folder: what to record and with which engine
 DATA_PREFIX = "lines."
+STACK_PREFIX = "stack."  # a process's stack sample at its deadline (faulthandler's text)
+HIGH_FDS = (1023, 511, 255)  # below the usual limit of 1024: where a sample's file waits
 CODE_NAME = "<pytest-vgate measure>"
 TOOL_IDS = (4, 3)  # free by convention: 0 debugger, 1 coverage, 2 profiler, 5 optimizer
 TOOL_NAME = "pytest-vgate"
@@ -64,6 +81,7 @@ class _Run:
         self.folder = folder
         self.home = home
         self.engine = "auto"
+        self.sample_at: float | None = None  # time.monotonic() of the stack sample
         self.exact: set[str] = set()
         self.stop = False  # stop tracing once every watched line ran
         self.watch: dict[str, set[int]] = {}  # real path -> lines that must all run
@@ -80,6 +98,8 @@ class _Run:
                 prefixes.append(os.fsdecode(bytes.fromhex(value)))
             elif kind == "stop":
                 self.stop = True
+            elif kind == "sample":
+                self.sample_at = float(value)
             elif kind in ("watch", "any"):
                 path, _, numbers = value.partition(" ")
                 real = os.fsdecode(bytes.fromhex(path))
@@ -125,6 +145,11 @@ class _Run:
         if why not in self.said:
             self.said.add(why)
             self.put(f"x {_hex(why)}\n")
+
+    def note(self, why: str) -> None:
+        """Record why this process has no stack sample (its lines are measured all the
+        same)."""
+        self.put(f"w {_hex(why)}\n")
 
     def number(self, filename: str) -> "int | None":
         """The file number of a measured file (recording it the first time), else None."""
@@ -182,6 +207,121 @@ class _Run:
             self.remaining -= 1
         if not self.remaining and self.on_done is not None:
             self.on_done()
+
+
+class _Sink:
+    """The file object faulthandler's watchdog writes to: it holds a reference to it while
+    the watchdog is armed, so the reference count tells whether the watchdog is ours."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def flush(self) -> None:
+        pass
+
+
+class _Sampler:
+    """faulthandler's watchdog, armed to dump every thread's stack at ``at``."""
+
+    def __init__(self, run: _Run, at: float, handler: "types.ModuleType", clock: object) -> None:
+        self.run = run
+        self.at = at
+        self.handler = handler
+        self.clock = clock
+        self.sink: _Sink | None = None
+        self.held = 0  # the sink's reference count while faulthandler holds it
+        self.paused = False  # cancelled for a fork, to be armed again after it
+
+    def arm(self, sink: "_Sink | None" = None) -> None:
+        left = self.at - self.clock.monotonic()  # type: ignore[attr-defined]
+        if left <= 0:
+            return
+        if sink is None:
+            name = f"{STACK_PREFIX}{os.getpid()}.{os.urandom(4).hex()}"
+            path = os.path.join(self.run.folder, name)
+            sink = _Sink(_out_of_the_way(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)))
+        self.sink, sink = sink, None  # counted as ``ours`` counts it: held here and there
+        self.handler.dump_traceback_later(left, file=self.sink)
+        self.held = sys.getrefcount(self.sink)
+
+    def ours(self) -> bool:
+        return self.sink is not None and sys.getrefcount(self.sink) == self.held
+
+    # The fork hooks run in the check's os.fork: a failure is noted, never raised there.
+    def before_fork(self) -> None:
+        try:
+            if self.ours():
+                self.handler.cancel_dump_traceback_later()
+                self.paused = True
+        except Exception as exc:  # noqa: BLE001
+            self.run.note(f"{type(exc).__name__}: {exc}")
+
+    def after_in_parent(self) -> None:
+        try:
+            if self.paused:
+                self.paused = False
+                self.arm(self.sink)
+        except Exception as exc:  # noqa: BLE001
+            self.run.note(f"{type(exc).__name__}: {exc}")
+
+    def after_in_child(self) -> None:
+        """A forked child samples into a file of its own."""
+        try:
+            if self.paused:
+                self.paused = False
+                if self.sink is not None:
+                    os.close(self.sink.fd)
+                self.sink = None
+                self.arm()
+        except Exception as exc:  # noqa: BLE001
+            self.run.note(f"{type(exc).__name__}: {exc}")
+
+
+def _out_of_the_way(fd: int) -> int:
+    """``fd`` moved to a high free descriptor (the check's next file keeps its number)."""
+    for high in HIGH_FDS:
+        if high <= fd:
+            break
+        try:
+            os.fstat(high)
+            continue  # taken
+        except OSError:
+            pass
+        try:
+            os.dup2(fd, high, inheritable=False)
+        except OSError:
+            continue
+        os.close(fd)
+        return high
+    return fd
+
+
+def _sample(run: _Run, at: float) -> None:
+    """Arm the stack sample at ``at`` (``time.monotonic()``)."""
+    clock = sys.modules.get("time")
+    if clock is None:
+        run.note("the time module is not loaded")
+        return
+    handler = sys.modules.get("faulthandler")
+    if handler is None:
+        import faulthandler  # built in: no file is read
+
+        handler = faulthandler
+        del sys.modules["faulthandler"]  # plain Python has not loaded it: neither have we
+    sampler = _Sampler(run, at, handler, clock)
+    sampler.arm()
+    fork_hooks = getattr(os, "register_at_fork", None)
+    if fork_hooks is not None:
+        fork_hooks(
+            before=sampler.before_fork,
+            after_in_parent=sampler.after_in_parent,
+            after_in_child=sampler.after_in_child,
+        )
 
 
 def _hex(text: str) -> str:
@@ -399,7 +539,7 @@ def _unseen() -> None:
         return code.replace(co_filename=CODE_NAME, co_consts=consts)
 
     kind = type(_unseen)
-    for space in (globals(), vars(_Run)):
+    for space in (globals(), vars(_Run), vars(_Sink), vars(_Sampler)):
         for value in list(space.values()):
             if isinstance(value, kind):
                 value.__code__ = renamed(value.__code__)
@@ -431,6 +571,11 @@ def _start(folder: str, home: str) -> None:
         engine = "monitoring" if monitoring else "settrace"
         run.put(f"s {engine} {_hex(sys.executable or '?')}\n")
         sys.addaudithook(_audit(run, tracer, not monitoring))
+        if run.sample_at is not None:
+            try:
+                _sample(run, run.sample_at)
+            except Exception as exc:  # noqa: BLE001 - no sample, noted: never a broken check
+                run.note(f"{type(exc).__name__}: {exc}")
     # This process's boundary: a broken start is "not measured", never a broken check.
     except Exception as exc:  # noqa: BLE001
         if run is None:

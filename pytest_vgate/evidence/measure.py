@@ -20,20 +20,26 @@ into ``unmeasured``, never into ``misses`` or ``disconnected``.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import secrets
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_vgate.evidence import bootstrap
+from pytest_vgate.evidence.stack import Thread, parse_dump
 
 DIR_ENV = bootstrap.DIR_ENV
 MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
 RUN_DIRNAME = "vgate-coverage"
 ENGINES = ("auto", "monitoring", "settrace")  # auto: sys.monitoring on 3.12+, else settrace
 SHOWN_MISSED = 3  # reasons named in a run's reason before "and N more"
+# How long before its deadline a sampled run's stacks are dumped: a tenth of the timeout,
+# between these bounds (the dump takes milliseconds; the kill must not come first).
+SAMPLE_LEAD = (0.05, 0.5)
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,15 @@ class MeasureSpec:
     3.12), and later lines are not reported; without them (None), every executed line of
     the included files is. Files are reported as they start either way. ``engine``:
     ``auto`` (``sys.monitoring`` on Python 3.12+, ``sys.settrace`` before), or
-    ``settrace`` everywhere (to compare them).
+    ``settrace`` everywhere (to compare them). ``sample``: every process dumps every
+    thread's stack shortly before the run's deadline (a base run: where it hung).
     """
 
     include: tuple[str, ...]
     lines: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     engine: str = "auto"
     any_of: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    sample: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"include": list(self.include)}
@@ -65,9 +73,12 @@ class MeasureSpec:
             out["lines"] = {path: list(lines) for path, lines in self.lines}
         return out
 
-    def spec_text(self) -> str:
-        """The spec as the bootstrap reads it (paths hex-encoded: any byte goes)."""
+    def spec_text(self, sample_at: float | None = None) -> str:
+        """The spec as the bootstrap reads it (paths hex-encoded: any byte goes);
+        ``sample_at``: the ``time.monotonic()`` of the stack sample."""
         rows = [f"engine {self.engine if self.engine in ENGINES else 'auto'}"]
+        if sample_at is not None:
+            rows.append(f"sample {sample_at!r}")
         for pattern in self.include:
             if pattern.endswith(os.sep + "*"):
                 rows.append(f"folder {os.fsencode(pattern[:-1]).hex()}")
@@ -94,6 +105,9 @@ class Measured:
     ``engines``: the engine of each measured process; ``missed``: what was not measured.
     ``nodes``: in a run that marked its pytest nodes (``bootstrap.NODE_EVENT``), the lines
     each node executed (``""``: before the first node, i.e. collection).
+    ``stacks``: in a sampled run, every thread of every process still running at the
+    sample, innermost frame first; ``sampled``: a sample was taken (even one with no
+    Python frame); ``unsampled``: why a process could not arm or keep its sample.
     """
 
     measured: bool
@@ -103,6 +117,9 @@ class Measured:
     engines: tuple[str, ...] = ()
     missed: tuple[str, ...] = ()
     nodes: Mapping[str, Mapping[str, frozenset[int]]] = field(default_factory=dict)
+    stacks: tuple[Thread, ...] = ()
+    sampled: bool = False
+    unsampled: tuple[str, ...] = ()
 
 
 class Probe:
@@ -136,13 +153,20 @@ class Probe:
             remove_tree(self.folder)
 
 
-def start(spec: MeasureSpec, cell: Path, env: Mapping[str, str]) -> Probe:
-    """Prepare a measured run in ``cell``: the check must start with ``Probe.env``."""
+def start(
+    spec: MeasureSpec, cell: Path, env: Mapping[str, str], timeout: float | None = None
+) -> Probe:
+    """Prepare a measured run in ``cell``: the check must start with ``Probe.env``.
+    ``timeout``: the run's deadline from now, before which a ``sample`` spec is sampled."""
     folder = cell / f"{RUN_DIRNAME}-{secrets.token_hex(4)}"
     data = folder / "data"
     for path in (folder, data):
         path.mkdir(mode=0o700)
-    (folder / bootstrap.SPEC_NAME).write_text(spec.spec_text(), encoding="ascii")
+    sample_at = None
+    if spec.sample and timeout is not None and math.isfinite(timeout) and timeout > 0:
+        lead = min(max(timeout / 10, SAMPLE_LEAD[0]), SAMPLE_LEAD[1])
+        sample_at = time.monotonic() + timeout - lead
+    (folder / bootstrap.SPEC_NAME).write_text(spec.spec_text(sample_at), encoding="ascii")
     probe = Probe(folder, {}, _boot_home(folder))
     probe.env = probe.extend(env)
     return probe
@@ -183,10 +207,22 @@ def _read(data: Path) -> Measured:
     engines: list[str] = []
     missed: list[str] = []
     nodes: dict[str, dict[str, set[int]]] = {}
+    unsampled: list[str] = []
     for name in names:
-        problem = _read_process(data / name, files, engines, missed, nodes)
+        problem = _read_process(data / name, files, engines, missed, nodes, unsampled)
         if problem:
             return Measured(False, reason=f"unreadable measurement data {name}: {problem}")
+    stacks, sampled = _read_stacks(data)
+    found = _measured(files, engines, missed, nodes)
+    return replace(found, stacks=stacks, sampled=sampled, unsampled=tuple(unsampled))
+
+
+def _measured(
+    files: dict[str, set[int]],
+    engines: list[str],
+    missed: list[str],
+    nodes: dict[str, dict[str, set[int]]],
+) -> Measured:
     mapped = {path: _statements(path, lines) for path, lines in files.items()}
     by_node = {
         node: {path: _statements(path, lines) for path, lines in seen.items()}
@@ -202,12 +238,30 @@ def _read(data: Path) -> Measured:
     return Measured(True, mapped, len(engines), "", tuple(engines), nodes=by_node)
 
 
+def _read_stacks(data: Path) -> tuple[tuple[Thread, ...], bool]:
+    """Every thread of the stack samples in ``data``, and whether any was written."""
+    threads: list[Thread] = []
+    sampled = False
+    for name in sorted(os.listdir(data)):
+        if not name.startswith(bootstrap.STACK_PREFIX):
+            continue
+        try:
+            text = (data / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if text.strip():
+            sampled = True
+            threads.extend(parse_dump(text))
+    return tuple(threads), sampled
+
+
 def _read_process(
     path: Path,
     files: dict[str, set[int]],
     engines: list[str],
     missed: list[str],
     nodes: dict[str, dict[str, set[int]]],
+    unsampled: list[str],
 ) -> str:
     """Add one process's records to ``files`` (and, once it marks nodes, to ``nodes``);
     what is wrong with them, or "". Strict: a record that does not parse means we do not
@@ -240,6 +294,9 @@ def _read_process(
                     nodes.setdefault("", {}).update(segment)
                     marked = True
                 segment = nodes.setdefault(node, {})
+                continue
+            if parts[0] == "w" and len(parts) == 2:
+                unsampled.append(bytes.fromhex(parts[1]).decode("utf-8", "replace"))
                 continue
             if parts[0] == "x" and len(parts) == 2:
                 why = bytes.fromhex(parts[1]).decode("utf-8", "replace")

@@ -341,8 +341,10 @@ def _fixed_hang(
     result: RbgResult, series: Series, red: Record, coverage: CoverageResult | None
 ) -> RbgResult:
     """A base run killed at its deadline while it was executing the changed code is a
-    genuine red: the change removed a hang. Killed anywhere else (or not measured), the
-    timeout stays a non-result of the environment."""
+    genuine red: the change removed a hang. Where it was comes from the stack sample taken
+    just before the kill (``evidence/stack.py``): a thread inside the changed code proves
+    it; a sample showing it elsewhere (the test's own wait) keeps the timeout a non-result.
+    Without a sample, the changed lines it had executed stand in, and the reason says so."""
     if result.status is not Rbg.WEAK_RED or coverage is None or coverage.red is None:
         return result
     base = series.reds[0] if series.reds else None
@@ -351,9 +353,27 @@ def _fixed_hang(
     if any(run.mode is not Mode.TIMEOUT for run in series.reds):
         return result  # every red run must have hung, as every red must share a signature
     reach = coverage.red
-    if not reach.measured or not reach.reached:
+    if not reach.measured:
         return result
-    where = hang_site(coverage.change.base_changed, reach.executed)
+    if reach.sampled and reach.hung_in is None:
+        where = ", ".join(frame.shown() for frame in reach.stack[:3]) or "no code of the tree"
+        return replace(
+            result,
+            reason=(
+                f"{result.reason}; the stack sample at its deadline shows it at {where}, "
+                "outside the changed code: it did not hang in what the change fixed"
+            ),
+        )
+    if reach.sampled and reach.hung_in is not None:
+        where = f"{reach.hung_in.shown()}, from the stack sample at its deadline"
+    elif reach.reached:
+        missing = "; ".join(reach.unsampled[:2]) or "the process took none"
+        where = (
+            f"{hang_site(coverage.change.base_changed, reach.executed)}; no stack sample "
+            f"was taken ({missing}): judged on the changed lines it had executed"
+        )
+    else:
+        return result
     return RbgResult(
         Rbg.PROVEN,
         ok=True,

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
 from pytest_vgate.evidence.defined import module_names
 from pytest_vgate.evidence.measure import Measured
+from pytest_vgate.evidence.stack import Frame, in_change, innermost
 from pytest_vgate.strenum import StrEnum
 
 SHOWN_LINES = 5  # changed lines listed per run in a failure report before "and N more"
@@ -34,7 +35,12 @@ class CoverageStatus(StrEnum):
 
 @dataclass(frozen=True)
 class RunReach:
-    """One run against the change: what it executed of it (paths relative to the repo)."""
+    """One run against the change: what it executed of it (paths relative to the repo).
+
+    A base run sampled at its deadline (``evidence/stack.py``): ``sampled``, ``stack``
+    (per thread, its innermost frame of the repository's code) and ``hung_in`` (the first
+    of them inside the changed code); ``unsampled``: why a process took no sample.
+    """
 
     measured: bool
     reached: bool = False
@@ -42,6 +48,10 @@ class RunReach:
     files: frozenset[str] = frozenset()  # changed files it executed at all
     contaminated: tuple[str, ...] = ()  # current-tree files a base run executed
     reason: str = ""
+    sampled: bool = False
+    stack: tuple[Frame, ...] = ()
+    hung_in: Frame | None = None
+    unsampled: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +61,12 @@ class RunReach:
             "files": sorted(self.files),
             "contaminated": list(self.contaminated),
             "reason": self.reason,
+            "sample": {
+                "taken": self.sampled,
+                "frames": [frame.to_dict() for frame in self.stack],
+                "in_change": self.hung_in.to_dict() if self.hung_in else None,
+                "missing": list(self.unsampled),
+            },
         }
 
 
@@ -81,7 +97,18 @@ def red_reach(
     executed = {p: ls for p, ls in executed.items() if ls}
     files = frozenset(p for p in change.files if p in on_base)
     reached = bool(executed) or any(_entered(change, p, on_base) for p in change.inserted)
-    return RunReach(True, reached, executed, files, contaminated)
+    stack = innermost(run.stacks, change.base_top)
+    return RunReach(
+        True,
+        reached,
+        executed,
+        files,
+        contaminated,
+        sampled=run.sampled,
+        stack=stack,
+        hung_in=in_change(change, stack),
+        unsampled=run.unsampled,
+    )
 
 
 def _entered(change: Change, path: str, on_base: Mapping[str, frozenset[int]]) -> bool:
