@@ -20,12 +20,13 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
+from pytest_vgate.process.contain import weakest
 from pytest_vgate.process.tools import ToolInventory, toolchain_bin
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.verdict import Mode
@@ -39,6 +40,7 @@ from pytest_vgate.verifiers.target import VerifierTarget
 from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost
 
 if TYPE_CHECKING:
+    from pytest_vgate.process.contain import Pool
     from pytest_vgate.run_context import RunContext
 
 
@@ -55,6 +57,8 @@ class VerifierCall:
     verifier and of its tools is built from. ``cells`` and ``zygotes`` are the session's
     (``SessionState``); without them a call gets a fresh cell and the default zygotes.
     ``isolation`` only takes ``process`` (``"inline"`` is its deprecated alias).
+    ``containment`` (``--vgate-isolation``) and ``shepherds`` contain the tools a verifier
+    runs as a command gate's check is contained.
     """
 
     root: Path
@@ -70,6 +74,8 @@ class VerifierCall:
     scratch: Path | None = None
     cells: CellPool | None = None
     zygotes: spawner.ZygoteHost | None = None
+    containment: str = "auto"
+    shepherds: Pool | None = None
 
     @classmethod
     def from_context(cls, ctx: RunContext, **fields: Any) -> VerifierCall:
@@ -83,6 +89,8 @@ class VerifierCall:
             "capture_limit": ctx.capture_limit,
             "cells": ctx.cells,
             "zygotes": ctx.zygotes,
+            "containment": ctx.isolation,
+            "shepherds": ctx.shepherds,
         }
         return cls(**{**given, **fields})
 
@@ -184,6 +192,8 @@ def call_verifier(
             env_set=dict(env.set_values) if env else {},
             capture_limit=call.capture_limit,
             own_dirs=_own_dirs(target, root_path),
+            isolation=call.containment,
+            shepherds=call.shepherds,
         )
         job = VerifierJob(
             target=target,
@@ -254,7 +264,11 @@ def _run_call(
     if zygote.import_output:
         call.capture.feed(zygote.import_output.encode("utf-8", errors="replace"))
         zygote.import_output = ""  # reported once, with the first call
-    return call.run(zygote, job, timeout, started, deadline)
+    result = call.run(zygote, job, timeout, started, deadline)
+    # What contained the call: the verifier's process (its own PID namespace, else its
+    # process group) and each tool it ran; the weakest of them is the call's.
+    own = "namespace" if zygote.control.pidns else "group"
+    return replace(result, isolation=weakest([own, *call.host.levels]))
 
 
 def _own_dirs(target: VerifierTarget, root: Path) -> list[Path]:
