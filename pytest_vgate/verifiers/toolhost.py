@@ -34,6 +34,7 @@ from pytest_vgate.process.tools import (
     ToolInventory,
     ToolMovedError,
     ToolUnavailableError,
+    pinned_tools,
     resolve_tool,
     toolchain_bin,
 )
@@ -212,14 +213,50 @@ class ToolHost:
             return self._refuse(Mode.SANDBOX, "moved", str(exc))
         assert entry.path is not None
         assert entry.sha256 is not None
+        # The other declared tools, which this one may start (sh -c, env, a script):
+        # rechecked now and after the run, found first on its PATH by their identity.
+        others = [t for t in declared if t != tool]
+        try:
+            pinned = [entry, *self._found(others)]
+        except ToolMovedError as exc:
+            return self._refuse(Mode.SANDBOX, "moved", str(exc))
         cwd = Path(str(request["cwd"])) if request.get("cwd") else self.root
-        env = build_env(
-            self.cell,
-            pass_names=self._env_pass,
-            set_values=self._env_set,
-            caller_env=self._caller_env,
-            path_prefix=[str(toolchain_bin(self.root))],
-        )
+        with pinned_tools(pinned) as shims:
+            env = build_env(
+                self.cell,
+                pass_names=self._env_pass,
+                set_values=self._env_set,
+                caller_env=self._caller_env,
+                path_prefix=[*([str(shims)] if shims else []), str(toolchain_bin(self.root))],
+            )
+            answer = self._run(tool, entry, args, codes, cwd, env)
+        try:
+            self._found([tool, *others])
+        except ToolMovedError as exc:  # changed while it ran: that run answers nothing
+            return self._refuse(Mode.SANDBOX, "moved", f"{exc} (while ctx.run({tool!r}) ran)")
+        return answer
+
+    def _found(self, tools: Sequence[str]) -> list[ToolEntry]:
+        """The entries of ``tools`` that were found, rechecked; raises ToolMovedError."""
+        found = []
+        for tool in tools:
+            try:
+                found.append(self._toolbox.entry(tool))
+            except ToolUnavailableError:
+                continue  # found nowhere: only a run that starts it notices
+        return found
+
+    def _run(
+        self,
+        tool: str,
+        entry: ToolEntry,
+        args: list[str],
+        codes: tuple[int, ...],
+        cwd: Path,
+        env: dict[str, str],
+    ) -> dict[str, Any]:
+        assert entry.path is not None
+        assert entry.sha256 is not None
         ended = {"error": "error", "message": f"ctx.run({tool!r}): the call has ended"}
         with self._lock:
             if self._stopped:  # the verifier answered, died or ran out of time
