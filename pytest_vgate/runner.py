@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from pytest_vgate.evidence.measure import MEASURED_KEY, Measured
 from pytest_vgate.evidence.measure import start as start_measuring
 from pytest_vgate.process import ProcessResult, SpawnTarget, bytecode, run_process
 from pytest_vgate.process.cell import build_env, check_cell
-from pytest_vgate.process.tools import ToolInventory, toolchain_bin
+from pytest_vgate.process.tools import ToolInventory, pinned_tools, toolchain_bin
 from pytest_vgate.run_context import RunContext, gate_timeout
 from pytest_vgate.spec import Gate, GatesFileError, gate_from_mapping, values
 from pytest_vgate.spec.kinds import kind_of
@@ -152,15 +152,26 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         )
     record = check.entry.record()
     argv = (check.entry.path, *gate.argv[1:])
+    # The other declared tools, which the check may start through sh, env or a script:
+    # rechecked now and after the run, and found first on its PATH by their identity.
+    declared = _declared_inventory(gate, ctx, tool_id)
+    others = [i for i in dict.fromkeys(gate.tools) if i in declared and i != tool_id]
+    moved = _moved(declared, others, gate.argv)
+    if moved is not None:
+        return moved
+    pinned = [e for i in (tool_id, *others) if (e := declared.get(i) or inventory.get(i))]
     passed = {n: ctx.caller_env[n] for n in gate.env.pass_names if n in ctx.caller_env}
     set_values = bytecode.fresh_env(ctx.root, dict(gate.env.set_values), passed)
-    with ctx.cells.cell() if ctx.cells is not None else check_cell() as cell:
+    with (
+        ctx.cells.cell() if ctx.cells is not None else check_cell() as cell,
+        pinned_tools(pinned) as shims,
+    ):
         env = build_env(
             cell,
             pass_names=gate.env.pass_names,
             set_values=set_values,
             caller_env=ctx.caller_env,
-            path_prefix=(toolchain,),
+            path_prefix=(toolchain,) if shims is None else (str(shims), toolchain),
         )
         probe = None
         if ctx.measure is not None:
@@ -181,11 +192,44 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
         if probe is not None:
             measured = probe.collect()
     verdict = verdict_from_process(gate, result, timeout=timeout, tools=(record,))
+    moved = _moved(declared, [tool_id, *others] if tool_id in declared else others, gate.argv)
+    if moved is not None:  # a declared tool changed while the check ran: no answer
+        verdict = moved
     if result.isolation:  # what contained this run: namespace, contained or group
         verdict = replace(verdict, extra={**verdict.extra, ISOLATION_KEY: result.isolation})
     if measured is not None:
         verdict = replace(verdict, extra={**verdict.extra, MEASURED_KEY: measured})
     return verdict
+
+
+def _declared_inventory(gate: Gate, ctx: RunContext, tool_id: str) -> ToolInventory:
+    """Where the gate's declared tools (by name) are held: the session's inventory, or for
+    library use one built now."""
+    ids = [t for t in gate.tools if "/" not in t]
+    if ctx.inventory is not None and all(t in ctx.inventory for t in ids):
+        return ctx.inventory
+    return ToolInventory.build(ids, root=ctx.root, path_env=ctx.caller_env.get("PATH"))
+
+
+def _moved(inventory: ToolInventory, ids: Sequence[str], command: Sequence[str]) -> Verdict | None:
+    """``sandbox`` when one of ``ids`` (found tools) no longer has its inventory bytes."""
+    for tool_id in ids:
+        entry = inventory.get(tool_id)
+        if entry is None or not entry.found:
+            continue  # not found at all: only a check that starts it notices
+        check = inventory.verify(tool_id)
+        if not check.ok:
+            return Verdict.failed(
+                Mode.SANDBOX,
+                f"declared tool {tool_id!r} changed since the inventory was taken; the "
+                f"check's answer is not taken: {check.message}",
+                command=tuple(command),
+                extra={
+                    "expected_sha256": check.expected_sha256,
+                    "found_sha256": check.found_sha256,
+                },
+            )
+    return None
 
 
 @functools.lru_cache(maxsize=1024)

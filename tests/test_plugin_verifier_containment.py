@@ -1,22 +1,28 @@
-"""End to end: a verifier cannot read the session's environment through ``/proc``.
+"""End to end: what contains a verifier, its tools, and what its verdict records.
 
+A verifier cannot read the session's environment through ``/proc``.
 A ``type: python`` gate whose verifier prints every ``/proc/*/environ`` it can read and
 the environments of its ancestors (parent, grandparent, ... by ``/proc/<pid>/stat``),
 with a secret planted in the pytest process's environment. Real pytest processes, plain
 and ``-n 2``; the secret must reach neither the output, the junit xml nor the report.
+Nothing a verifier's tools start (a background child, a setsid daemon) outlives its gate,
+however the verifier ends; and its verdict records the isolation it ran under.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from helpers.junit import junit_cases
 from helpers.procs import (
     PY,
+    kill_all,
     new_marker,
     run_unprivileged_session,
     unshare_available,
@@ -184,3 +190,161 @@ def test_strict_without_namespaces_fails_the_verifier_with_sandbox(
     [case] = [c for name, c in cases.items() if "strict" in name]
     assert (case["vgate_mode"], case["vgate_cause"]) == ("sandbox", "environment"), case
     assert "required isolation missing" in done.stdout
+
+
+# A verifier's tools: each starts a background child and a setsid daemon that carry the
+# marker, says so in READY, and exits; the verifier then passes, fails, raises, hangs to
+# the deadline, or answers before the pytest process has started the tool it asked for.
+TOOLS = '''\
+import os, sys, time
+from pytest_vgate import Outcome
+
+MARKER, READY, PY = {marker!r}, {ready!r}, {py!r}
+SLEEP = "import time; time.sleep(300)"
+BACKGROUND = f"touch {{READY}}/$1; {{PY}} -c '{{SLEEP}}' {{MARKER}}-bg-$1 & echo started"
+DAEMON = f"""
+import os, sys
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", {{SLEEP!r}}, sys.argv[1]])
+    os._exit(0)
+open(os.path.join({{READY!r}}, sys.argv[2]), "w").close()
+"""
+
+def _start(ctx, tag):
+    ctx.run("sh", "-c", BACKGROUND, "sh", tag)
+    ctx.run("python", "-c", DAEMON, f"{{MARKER}}-daemon-{{tag}}", tag + "-daemon")
+
+def passes(ctx):
+    _start(ctx, "passes")
+    ctx.run("python", "-c", "pass")
+    return True
+
+def fails(ctx):
+    _start(ctx, "fails")
+    return Outcome.failed("no")
+
+def raises(ctx):
+    _start(ctx, "raises")
+    raise RuntimeError("boom")
+
+def hangs(ctx):
+    _start(ctx, "hangs")
+    time.sleep(300)
+
+def answers_first(ctx):
+    # Requests on the call socket, and the answer before the tools have started (each
+    # waits for its background child: it would run to its own deadline).
+    for n in range(4):
+        ctx._link.send({{"op": "run", "tool": "sh", "cwd": None, "expect": [0],
+                        "args": ["-c", BACKGROUND + "; wait", "sh", "answers_first"],
+                        "id": 10**6 + n}})
+    return False
+'''
+
+WATCH = """\
+import json, os, time
+from helpers_procs import host_pids
+
+def _left(gate):  # this gate's processes only: under -n 2 another gate runs meanwhile
+    return [p for kind in ("bg", "daemon") for p in host_pids(f"{marker}-{{kind}}-{{gate}}")]
+
+def pytest_runtest_logfinish(nodeid, location):
+    gate = nodeid.rpartition("::")[2]
+    end = time.monotonic() + 3
+    while _left(gate) and time.monotonic() < end:
+        time.sleep(0.05)
+    with open({log!r}, "a") as f:
+        f.write(json.dumps([nodeid, _left(gate)]) + "\\n")
+"""
+
+ENDINGS = ("passes", "fails", "raises", "hangs", "answers_first")
+
+
+def test_processes_a_verifiers_tools_start_die_with_its_call(
+    pytester: pytest.Pytester, dist_args: list[str]
+) -> None:
+    """Whatever the verifier does, nothing its tools started outlives its gate: each
+    item's end is checked from inside the session, before the next gate runs."""
+    marker = new_marker("tooltree")
+    ready = pytester.path / "ready"
+    ready.mkdir()
+    log = pytester.path / "left.jsonl"
+    helpers = Path(__file__).with_name("helpers") / "procs.py"
+    (pytester.path / "helpers_procs.py").write_text(helpers.read_text(), encoding="utf-8")
+    (pytester.path / "tools_checks.py").write_text(
+        TOOLS.format(marker=marker, ready=str(ready), py=PY), encoding="utf-8"
+    )
+    (pytester.path / "conftest.py").write_text(
+        WATCH.format(marker=marker, log=str(log)), encoding="utf-8"
+    )
+    gates = ["gates:"] + [
+        f"  - {{id: {name}, type: python, tools: [sh, python], "
+        f"timeout: {4 if name == 'hangs' else 60}, "
+        f"verifiers: ['tools_checks:{name}']}}"
+        for name in ENDINGS
+    ]
+    (pytester.path / "gates.yaml").write_text("\n".join(gates) + "\n", encoding="utf-8")
+    report = pytester.path / "report.json"
+    try:
+        done = subprocess.run(
+            [PY, "-m", "pytest", "-p", "no:cacheprovider", *dist_args, "--vgate",
+             "gates.yaml", f"--vgate-report={report}"],
+            cwd=pytester.path, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        import json
+
+        left = [json.loads(line) for line in log.read_text().splitlines()]
+        started = sorted(os.listdir(ready))
+    finally:
+        kill_all(marker)
+    assert done.returncode == 1, done.stdout[-3000:]
+    modes = {g["id"]: g["mode"] for g in json.loads(report.read_text())["gates"]}
+    assert modes == {
+        "passes": "ungrounded",  # its only runs are authored: no tool's answer
+        "fails": "fail",
+        "raises": "error",
+        "hangs": "timeout",
+        "answers_first": "fail",
+    }, modes
+    for name in ENDINGS[:-1]:  # each started its tools' processes before it ended
+        assert {name, f"{name}-daemon"} <= set(started), started
+    survivors = {nodeid: pids for nodeid, pids in left if pids}
+    assert survivors == {}, (survivors, done.stdout[-2000:])
+
+
+RECORDED = """
+from pytest_vgate import verifier
+
+def asks(ctx):
+    return ctx.run("echo", "yes").exit_code == 0
+
+@verifier(id="item", tools=["echo"])
+def test_item(ctx):
+    return ctx.run("echo", "yes").exit_code == 0
+"""
+
+
+@pytest.mark.parametrize("level", ["auto", "off"])
+def test_a_verifier_verdict_records_the_isolation_it_ran_under(
+    pytester: pytest.Pytester, run_vgate, level: str
+) -> None:  # type: ignore[no-untyped-def]
+    """junit ``vgate_isolation`` and JSON ``isolation`` of a ``type: python`` gate and of
+    a ``@verifier`` item: the weakest of what contained the verifier's process and its
+    tool runs (off: process groups only, for the tools too)."""
+    pytester.makepyfile(test_recorded=RECORDED)
+    (pytester.path / "gates.yaml").write_text(
+        "gates:\n  - {id: gate, type: python, tools: [echo], verifiers: ['test_recorded:asks']}\n",
+        encoding="utf-8",
+    )
+    report = pytester.path / "report.json"
+    result, cases = run_vgate(
+        "--vgate", "gates.yaml", f"--vgate-report={report}", "--vgate-isolation", level
+    )
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    expected = "namespace" if level == "auto" and NAMESPACE_HERE else "group"
+    recorded = {name.rpartition("::")[2]: c.get("vgate_isolation") for name, c in cases.items()}
+    assert recorded == {"gate": expected, "item": expected}, recorded
+    entries = {g["id"]: g.get("isolation") for g in json.loads(report.read_text())["gates"]}
+    assert entries == {"gate": expected, "item": expected}, entries

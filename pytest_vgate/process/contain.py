@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,13 @@ DESCRIPTIONS = {
     "the session's processes stay visible to checks)",
     "group": "process group only (descendants that leave the group can survive)",
 }
+
+
+def weakest(levels: Iterable[str | None]) -> str | None:
+    """The weakest of ``levels`` (names of :data:`LEVELS`; None and others are skipped):
+    what contained a run made of several processes. None when there is none."""
+    known = [LEVELS.index(level) for level in levels if level in LEVELS]
+    return LEVELS[max(known)] if known else None
 
 
 class ShepherdError(VgateError):

@@ -11,12 +11,16 @@ dispatch on the name they were started by. Core module: never imports pytest.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shlex
+import shutil
 import stat
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -50,6 +54,32 @@ _HASH_ATTEMPTS = 3
 def toolchain_bin(root: Path) -> Path:
     """Where a project pins its tools: ``<root>/.toolchain/bin`` (first on a check's PATH)."""
     return Path(root).absolute() / TOOLCHAIN_DIRNAME / "bin"
+
+
+@contextlib.contextmanager
+def pinned_tools(entries: Iterable[ToolEntry]) -> Iterator[Path | None]:
+    """A private folder for the front of a check's ``PATH`` that maps each found tool id
+    to its selected path (a two-line ``sh`` script that execs it), removed afterwards.
+
+    A check that starts a declared tool through another program (``sh -c``, ``env``, a
+    script, a Makefile) then runs the identity the inventory holds and rechecks, never
+    a file that appeared in ``.toolchain/bin`` or earlier on ``PATH`` during the session.
+    None when there is nothing to map. Raises OSError if the folder cannot be made.
+    """
+    found = [e for e in entries if e.found and e.path and "/" not in e.id]
+    if not found:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="vgate-tools-"))  # 0700, ours alone
+    try:
+        for entry in found:
+            assert entry.path is not None
+            shim = folder / entry.id
+            shim.write_text(f'#!/bin/sh\nexec {shlex.quote(entry.path)} "$@"\n')
+            shim.chmod(0o500)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ToolSource(StrEnum):

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_vgate.verdict import Mode, Verdict, worst_mode
+from pytest_vgate.process.contain import weakest
+from pytest_vgate.verdict import ISOLATION_KEY, Mode, Verdict, worst_mode
 from pytest_vgate.verifiers.api import VerifierDefinitionError
 from pytest_vgate.verifiers.call import EXIT_GRACE
 from pytest_vgate.verifiers.invoke import bounded
@@ -33,7 +34,10 @@ def join_results(results: Sequence[VerifierResult], duration: float = 0.0) -> Ve
         return Verdict.failed(Mode.BLANK, "the gate names no verifiers: nothing was checked")
     checks = tuple(r.to_check_verdict() for r in results)
     tools = tuple(dict.fromkeys(t for r in results for t in r.tool_records()))
-    extra = {"verifiers": [r.to_dict() for r in results]}
+    extra: dict[str, object] = {"verifiers": [r.to_dict() for r in results]}
+    level = weakest(r.isolation for r in results)  # what contained the gate's weakest call
+    if level is not None:
+        extra[ISOLATION_KEY] = level
     mode = worst_mode([r.mode for r in results])
     if mode is Mode.PASS:
         return Verdict(

@@ -20,12 +20,13 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, bytecode
 from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
+from pytest_vgate.process.contain import weakest
 from pytest_vgate.process.tools import ToolInventory, toolchain_bin
 from pytest_vgate.spec import EnvSpec
 from pytest_vgate.verdict import Mode
@@ -40,6 +41,7 @@ from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost
 
 if TYPE_CHECKING:
     from pytest_vgate.evidence.measure import Probe
+    from pytest_vgate.process.contain import Pool
     from pytest_vgate.run_context import RunContext
 
 
@@ -60,6 +62,8 @@ class VerifierCall:
     process then measures itself from before its module's import, and the measurement
     reaches its tools and subprocesses through their environment. ``fresh``: the call's
     module zygote is its own (the tree changed since an earlier call imported it).
+    ``containment`` (``--vgate-isolation``) and ``shepherds`` contain the tools a verifier
+    runs as a command gate's check is contained.
     """
 
     root: Path
@@ -77,6 +81,8 @@ class VerifierCall:
     zygotes: spawner.ZygoteHost | None = None
     measure: Probe | None = None
     fresh: bool = False
+    containment: str = "auto"
+    shepherds: Pool | None = None
 
     @classmethod
     def from_context(cls, ctx: RunContext, **fields: Any) -> VerifierCall:
@@ -91,6 +97,8 @@ class VerifierCall:
             "cells": ctx.cells,
             "zygotes": ctx.zygotes,
             "fresh": ctx.fresh,
+            "containment": ctx.isolation,
+            "shepherds": ctx.shepherds,
         }
         return cls(**{**given, **fields})
 
@@ -204,6 +212,8 @@ def call_verifier(
             env_set=tool_set,
             capture_limit=call.capture_limit,
             own_dirs=_own_dirs(target, root_path),
+            isolation=call.containment,
+            shepherds=call.shepherds,
         )
         job = VerifierJob(
             target=target,
@@ -284,7 +294,11 @@ def _run_call(
     if zygote.import_output:
         call.capture.feed(zygote.import_output.encode("utf-8", errors="replace"))
         zygote.import_output = ""  # reported once, with the first call
-    return call.run(zygote, job, timeout, started, deadline)
+    result = call.run(zygote, job, timeout, started, deadline)
+    # What contained the call: the verifier's process (its own PID namespace, else its
+    # process group) and each tool it ran; the weakest of them is the call's.
+    own = "namespace" if zygote.control.pidns else "group"
+    return replace(result, isolation=weakest([own, *call.host.levels]))
 
 
 def _measure_values(

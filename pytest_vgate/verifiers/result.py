@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.jsonable import Jsonable, rounded
-from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, CheckVerdict, Mode, ToolRecord, Verdict
+from pytest_vgate.verdict import (
+    DEFAULT_CAUSE,
+    ISOLATION_KEY,
+    Cause,
+    CheckVerdict,
+    Mode,
+    ToolRecord,
+    Verdict,
+)
 from pytest_vgate.verifiers.context import ToolUse
 
 
@@ -17,7 +25,9 @@ class VerifierResult(Jsonable):
     ``runs`` are the completed ``ctx.run`` calls, as the pytest process recorded them (the
     grounding evidence); ``output`` is what the verifier's process printed (stdout and
     stderr together), head + tail within the capture limit; ``output_bytes`` how many
-    bytes it printed in all.
+    bytes it printed in all. ``isolation``: what contained the call, the weakest of the
+    verifier's process and its tool runs (``namespace``, ``contained``, ``group``; None
+    when no verifier process ran).
     """
 
     name: str
@@ -29,6 +39,7 @@ class VerifierResult(Jsonable):
     declared_tools: tuple[str, ...] = ()
     output: str = ""
     output_bytes: int = 0
+    isolation: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -51,7 +62,9 @@ class VerifierResult(Jsonable):
 
     def to_verdict(self) -> Verdict:
         """The verdict of a one-verifier item (its single check included)."""
-        extra = {"verifiers": [self.to_dict()]}
+        extra: dict[str, Any] = {"verifiers": [self.to_dict()]}
+        if self.isolation is not None:
+            extra[ISOLATION_KEY] = self.isolation
         if self.ok:
             return Verdict(
                 mode=Mode.PASS,

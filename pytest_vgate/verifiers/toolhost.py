@@ -20,20 +20,29 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, kill_process_group, run_process
+from pytest_vgate.process import (
+    DEFAULT_CAPTURE_LIMIT,
+    SpawnTarget,
+    kill_process_group,
+    run_process,
+)
 from pytest_vgate.process.cell import build_env
 from pytest_vgate.process.tools import (
     ToolEntry,
     ToolInventory,
     ToolMovedError,
     ToolUnavailableError,
+    pinned_tools,
     resolve_tool,
     toolchain_bin,
 )
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers.context import ToolRun, ToolUse, expected_codes
+
+if TYPE_CHECKING:
+    from pytest_vgate.process.contain import Pool
 
 TOOL_GRACE = 3.0  # seconds a tool may outlive the call's deadline before its own kill
 # Interpreters, by the name of the file that runs, and the options that take code inline.
@@ -118,10 +127,17 @@ class Toolbox:
         return resolve_tool(tool, root=self._root, path_env=self._path_env)
 
 
+class CallEnded(Exception):
+    """A tool was about to start after its verifier's call ended: it is killed at once."""
+
+
 class ToolHost:
     """``ctx.run`` requests of one verifier call, answered and recorded (thread-safe).
 
     ``deadline`` is ``time.monotonic()`` seconds: a tool gets the call's remaining time.
+    ``isolation`` and ``shepherds`` contain the tools as a command gate's check is
+    contained (``process.run_process``); ``levels`` holds what contained each tool run.
+    Once ``kill`` was called no tool starts, and one that started meanwhile is killed.
     """
 
     def __init__(
@@ -137,8 +153,13 @@ class ToolHost:
         env_set: Mapping[str, str] | None = None,
         capture_limit: int = DEFAULT_CAPTURE_LIMIT,
         own_dirs: Sequence[Path] = (),
+        isolation: str = "auto",
+        shepherds: Pool | None = None,
     ) -> None:
         self.root = root
+        self.isolation = isolation
+        self._shepherds = shepherds
+        self.levels: set[str] = set()  # what contained the tool runs (namespace, ...)
         self.cell = cell
         self._own = [Path(os.path.realpath(d)) for d in own_dirs]
         self.unavailable_answered = False  # the host said a tool is unavailable
@@ -154,6 +175,7 @@ class ToolHost:
         self._violations: list[tuple[Mode, str]] = []
         self._live: set[int] = set()
         self._closed = False
+        self._stopped = False  # the call ended: no tool starts from now on
 
     @property
     def declared(self) -> tuple[str, ...]:
@@ -191,27 +213,76 @@ class ToolHost:
             return self._refuse(Mode.SANDBOX, "moved", str(exc))
         assert entry.path is not None
         assert entry.sha256 is not None
+        # The other declared tools, which this one may start (sh -c, env, a script):
+        # rechecked now and after the run, found first on its PATH by their identity.
+        others = [t for t in declared if t != tool]
+        try:
+            pinned = [entry, *self._found(others)]
+        except ToolMovedError as exc:
+            return self._refuse(Mode.SANDBOX, "moved", str(exc))
         cwd = Path(str(request["cwd"])) if request.get("cwd") else self.root
-        env = build_env(
-            self.cell,
-            pass_names=self._env_pass,
-            set_values=self._env_set,
-            caller_env=self._caller_env,
-            path_prefix=[str(toolchain_bin(self.root))],
-        )
-        result = run_process(
-            (entry.path, *args),
-            cwd=cwd,
-            env=env,
-            # Past the call's deadline: a tool still running then is killed with the
-            # verifier (mode timeout), not cut short just before it.
-            timeout=max(0.0, self.deadline - time.monotonic()) + TOOL_GRACE,
-            capture_limit=self._capture_limit,
-            on_start=self._started,
-        )
-        if result.pid is not None:
-            with self._lock:
+        with pinned_tools(pinned) as shims:
+            env = build_env(
+                self.cell,
+                pass_names=self._env_pass,
+                set_values=self._env_set,
+                caller_env=self._caller_env,
+                path_prefix=[*([str(shims)] if shims else []), str(toolchain_bin(self.root))],
+            )
+            answer = self._run(tool, entry, args, codes, cwd, env)
+        try:
+            self._found([tool, *others])
+        except ToolMovedError as exc:  # changed while it ran: that run answers nothing
+            return self._refuse(Mode.SANDBOX, "moved", f"{exc} (while ctx.run({tool!r}) ran)")
+        return answer
+
+    def _found(self, tools: Sequence[str]) -> list[ToolEntry]:
+        """The entries of ``tools`` that were found, rechecked; raises ToolMovedError."""
+        found = []
+        for tool in tools:
+            try:
+                found.append(self._toolbox.entry(tool))
+            except ToolUnavailableError:
+                continue  # found nowhere: only a run that starts it notices
+        return found
+
+    def _run(
+        self,
+        tool: str,
+        entry: ToolEntry,
+        args: list[str],
+        codes: tuple[int, ...],
+        cwd: Path,
+        env: dict[str, str],
+    ) -> dict[str, Any]:
+        assert entry.path is not None
+        assert entry.sha256 is not None
+        ended = {"error": "error", "message": f"ctx.run({tool!r}): the call has ended"}
+        with self._lock:
+            if self._stopped:  # the verifier answered, died or ran out of time
+                return ended
+        try:
+            result = run_process(
+                (entry.path, *args),
+                cwd=cwd,
+                env=env,
+                # Past the call's deadline: a tool still running then is killed with the
+                # verifier (mode timeout), not cut short just before it.
+                timeout=max(0.0, self.deadline - time.monotonic()) + TOOL_GRACE,
+                capture_limit=self._capture_limit,
+                on_start=self._started,
+                isolation=self.isolation,
+                shepherds=self._shepherds,
+            )
+        except CallEnded:  # started as the call ended: run_process killed all of it
+            return ended
+        with self._lock:
+            if result.pid is not None:
                 self._live.discard(result.pid)
+            if result.spawn_target is not SpawnTarget.ISOLATION:
+                self.levels.add(result.isolation)
+        if result.spawn_target is SpawnTarget.ISOLATION:  # --vgate-isolation strict
+            return self._refuse(Mode.SANDBOX, "error", f"ctx.run({tool!r}): {result.spawn_error}")
         run = ToolRun(
             tool=tool,
             path=entry.path,
@@ -249,6 +320,8 @@ class ToolHost:
 
     def _started(self, pid: int) -> None:
         with self._lock:
+            if self._stopped:
+                raise CallEnded(pid)
             self._live.add(pid)
 
     def _refuse(self, mode: Mode, kind: str, message: str) -> dict[str, Any]:
@@ -265,6 +338,7 @@ class ToolHost:
     def kill(self) -> None:
         """Kill the tools still running (the verifier answered, died or ran out of time)."""
         with self._lock:
+            self._stopped = True
             live, self._live = self._live, set()
         for pgid in live:
             with suppress(ValueError):  # refused: not a group of a check's own
