@@ -67,21 +67,30 @@ def assert_untouched(repo: ShopRepo) -> None:
     assert git(repo.root, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
+def run_against_the_base(
+    run_vgate, report: Path
+) -> tuple[pytest.RunResult, dict[str, dict[str, object]], dict[str, tuple[object, ...]]]:
+    """The gates file under ``--vgate-base HEAD~1`` with defaults: the result, the junit
+    cases and each gate's (outcome, ``vgate_rbg``, ``vgate_discrimination``)."""
+    result, cases = run_vgate(
+        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
+        "--vgate-report", str(report), *LEAN,
+    )  # fmt: skip
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    seen = {
+        gate_id: (case["outcome"], case.get("vgate_rbg"), case.get("vgate_discrimination"))
+        for gate_id, case in cases.items()
+    }
+    return result, cases, seen
+
+
 def test_checks_that_assert_nothing_are_not_proven_and_real_tests_are(
     run_vgate, repo: ShopRepo, pytester: pytest.Pytester, temp: Path
 ) -> None:
     write_gates(repo.root, gates_text())
     report = pytester.path / "report.json"
-    result, cases = run_vgate(
-        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
-        "--vgate-report", str(report), *LEAN,
-    )  # fmt: skip
+    result, cases, seen = run_against_the_base(run_vgate, report)
     out = result.stdout.str()
-    assert "INTERNALERROR" not in out + result.stderr.str()
-    seen = {
-        gate_id: (case["outcome"], case.get("vgate_rbg"), case.get("vgate_discrimination"))
-        for gate_id, case in cases.items()
-    }
     assert seen == EXPECTED, out
     assert result.ret == 1
     for gate_id, (outcome, _, _) in EXPECTED.items():
@@ -132,16 +141,8 @@ def test_verifier_gates_are_measured_and_must_kill_mutants_too(
     (repo.root / "verify_shop.py").write_text(VERIFIERS)  # new with the change: the check
     write_gates(repo.root, verifier_gates_text())
     report = pytester.path / "report.json"
-    result, cases = run_vgate(
-        "--vgate", "gates.yaml", "--vgate-only", "--vgate-base", "HEAD~1",
-        "--vgate-report", str(report), *LEAN,
-    )  # fmt: skip
+    result, _, seen = run_against_the_base(run_vgate, report)
     out = result.stdout.str()
-    assert "INTERNALERROR" not in out + result.stderr.str()
-    seen = {
-        gate_id: (case["outcome"], case.get("vgate_rbg"), case.get("vgate_discrimination"))
-        for gate_id, case in cases.items()
-    }
     assert seen == VERIFIER_EXPECTED, out
     assert result.ret == 1
     gates = {g["id"]: g for g in json.loads(report.read_text())["gates"]}
