@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from pytest_vgate.evidence.classify import skipped_only
-from pytest_vgate.evidence.defined import added_modules, added_names, missing_defined
+from pytest_vgate.evidence.defined import added_modules, added_names, is_check_file, missing_defined
 from pytest_vgate.evidence.discriminate import (
     Discrimination,
     MutantResult,
@@ -189,3 +189,16 @@ def test_a_run_that_only_skipped() -> None:
     assert skipped_only(".s\n1 passed, 1 skipped in 0.02s\n") is None
     assert skipped_only("Ran 2 tests in 0.000s\n\nOK (skipped=1)\n") is None
     assert skipped_only("ok\n") is None
+
+
+def test_a_verifier_module_is_the_check_only_as_the_gate_imports_it() -> None:
+    """A verifier module is the check's own code (never mutated, never contamination) at
+    its path from the gates root only: a verifier named like the product's last component
+    (``shop`` beside ``pkg/shop.py``) must not turn the product into check code."""
+    modules = frozenset({"verify_shop", "shop", "pkg.checks"})
+    assert is_check_file("verify_shop.py", modules)
+    assert is_check_file("pkg/checks.py", modules)
+    assert is_check_file("pkg/checks/__init__.py", modules)
+    assert not is_check_file("pkg/shop.py", modules)
+    assert not is_check_file("src/pkg/checks.py", modules)  # not what the gate imports
+    assert is_check_file("tests/test_shop.py")  # test code by name, whatever the gate

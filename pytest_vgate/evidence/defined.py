@@ -99,10 +99,19 @@ def check_modules(gate: Gate) -> frozenset[str]:
     return frozenset(ref.partition(":")[0].strip() for ref in gate.verifiers)
 
 
+def is_check_module(rel: str, modules: frozenset[str]) -> bool:
+    """Whether ``rel`` is one of ``modules`` as the gate imports it, from the gates root
+    (``checks.py``, ``pkg/checks.py``, ``pkg/checks/__init__.py``). Not any file whose
+    last components match: a verifier module named ``shop`` must not make
+    ``pkg/shop.py``, the product, the check's own code."""
+    stem = rel.replace("\\", "/").rsplit(".", 1)[0].removesuffix("/__init__")
+    return stem.replace("/", ".") in modules
+
+
 def is_check_file(rel: str, modules: frozenset[str] = frozenset()) -> bool:
     """Whether a file is the check's own code, never the change it tests: test code by
     name (``is_test_path``), or one of the gate's ``check_modules``."""
-    return is_test_path(rel) or bool(modules and module_names(rel) & modules)
+    return is_test_path(rel) or is_check_module(rel, modules)
 
 
 def missing_defined(output: str, defined: frozenset[str]) -> str:

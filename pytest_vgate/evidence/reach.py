@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
-from pytest_vgate.evidence.defined import module_names
+from pytest_vgate.evidence.defined import is_check_module
 from pytest_vgate.evidence.measure import Measured
 from pytest_vgate.evidence.stack import Frame, in_change, innermost
 from pytest_vgate.strenum import StrEnum
@@ -87,11 +87,7 @@ def red_reach(
     on_base = _relative(run.files, change.base_top)
     on_head = _relative(run.files, change.head_top)
     contaminated = tuple(
-        sorted(
-            p
-            for p in on_head
-            if p in change.tree and not (check_modules and module_names(p) & check_modules)
-        )
+        sorted(p for p in on_head if p in change.tree and not is_check_module(p, check_modules))
     )
     executed = {p: ls & on_base.get(p, frozenset()) for p, ls in change.base_changed.items()}
     executed = {p: ls for p, ls in executed.items() if ls}
