@@ -62,6 +62,11 @@ JUSTIFIED = {
     "pytest_vgate.evidence.bootstrap:_monitor.line": "monitoring callback: says, never raises",
     "pytest_vgate.evidence.bootstrap:_tracer.local_of.local": "a tracer: says, never raises",
     "pytest_vgate.evidence.bootstrap:_tracer.trace": "a tracer: says, never raises",
+    # beside its boundary's own: no stack sample is a note, never "not measured"
+    "pytest_vgate.evidence.bootstrap:_start": "arming the stack sample at the deadline",
+    "pytest_vgate.evidence.bootstrap:_Sampler.before_fork": "a fork hook: notes, never raises",
+    "pytest_vgate.evidence.bootstrap:_Sampler.after_in_parent": "a fork hook: notes",
+    "pytest_vgate.evidence.bootstrap:_Sampler.after_in_child": "a fork hook: notes",
     "pytest_vgate.process.origin._PROBE:<module>": "find_spec imports parent packages: user code",
 }
 JUSTIFIED_COUNTS = {

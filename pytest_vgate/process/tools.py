@@ -15,10 +15,8 @@ import contextlib
 import hashlib
 import os
 import shlex
-import shutil
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +25,7 @@ from typing import Any, NamedTuple
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.process.cell import check_cell
 from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Mode, ToolRecord
 
@@ -70,16 +69,16 @@ def pinned_tools(entries: Iterable[ToolEntry]) -> Iterator[Path | None]:
     if not found:
         yield None
         return
-    folder = Path(tempfile.mkdtemp(prefix="vgate-tools-"))  # 0700, ours alone
-    try:
+    # A cell of its own (cell.py), so a session killed meanwhile leaves nothing for good.
+    with check_cell("vgate-tools-") as cell:
+        folder = cell / "bin"
+        folder.mkdir(0o700)
         for entry in found:
             assert entry.path is not None
             shim = folder / entry.id
             shim.write_text(f'#!/bin/sh\nexec {shlex.quote(entry.path)} "$@"\n')
             shim.chmod(0o500)
         yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ToolSource(StrEnum):
