@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -12,15 +11,6 @@ import yaml
 from helpers.junit import junit_cases
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-@pytest.fixture
-def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of examples/, as the working directory (the README runs the demo there)."""
-    copy = pytester.path / "examples"
-    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate", "__pycache__"))
-    monkeypatch.chdir(copy)
-    return copy
 
 
 def run_demo(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:  # type: ignore[type-arg]
