@@ -6,6 +6,8 @@ commit. ``pytest --vgate-init HEAD~1`` writes the gates; then, in alternating ro
 
 - **vgate**: ``pytest --vgate gates.yaml --vgate-only --vgate-base HEAD~1`` with default
   settings (coverage evidence, and mutants where the installed plugin has them);
+- with ``--batch``: the same session with ``--vgate-batch=auto``, with ``=off`` (every gate
+  alone), and with ``--vgate-mutate=off`` (the proof alone, no mutants of the change);
 - **two runs** (the anchor, bench/_two_runs.py): a base worktree with the head's test
   files copied in, all node ids in one ``python -m pytest`` there and one on the head.
 
@@ -141,9 +143,10 @@ def subjects(
         return run_child(argv, cwd=repo, env=env).check((0, 1), what="two runs")
 
     runs: list[tuple[str, Callable[[], Run]]] = [("vgate", vgate), ("two runs", two_runs)]
-    if batch:  # the same session with batches on, and with every gate alone
+    if batch:  # the same session with batches on, with every gate alone, without mutants
         runs.append(("vgate batch", lambda: vgate("--vgate-batch=auto")))
         runs.append(("vgate solo", lambda: vgate("--vgate-batch=off")))
+        runs.append(("proof alone", lambda: vgate("--vgate-mutate=off")))
     return runs
 
 
@@ -180,7 +183,8 @@ def main() -> None:
             row: list[object] = [pair, count, v.median, a.median, ratio(v.median, a.median)]
             if args.batch:
                 b, o = series["vgate batch"].median, series["vgate solo"].median
-                row += [b, ratio(b, a.median), o, ratio(o, a.median)]
+                p = series["proof alone"].median
+                row += [b, ratio(b, a.median), o, ratio(o, a.median), p, ratio(p, a.median)]
             rows.append(row)
         scale: list[tuple[int, float, float, float | None]] = []
         if args.scale:
@@ -196,7 +200,11 @@ def main() -> None:
                 scale.append((size, series["vgate"].median, series["two runs"].median, batched))
     print()
     batch_cols = ["batch s", "batch/two runs"] if args.batch else []
-    pair_cols = [*batch_cols, "solo s", "solo/two runs"] if args.batch else []
+    pair_cols = (
+        [*batch_cols, "solo s", "solo/two runs", "no mutants s", "no mutants/two runs"]
+        if args.batch
+        else []
+    )
     print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *pair_cols], rows))
     if scale:
         print()
