@@ -525,7 +525,7 @@ def test_a_killed_session_leaves_no_verifier_or_zygote(pytester: pytest.Pytester
         session.kill()
         session.wait()
     pids = [int(record.name.split("-")[1]), int(record.read_text())]
-    end = time.monotonic() + 15
+    end = time.monotonic() + 60  # a loaded machine can take long to deliver EOF
     while time.monotonic() < end and any(pid_alive(p) for p in pids):
         time.sleep(0.05)
     assert not [p for p in pids if pid_alive(p)], "a verifier or its zygote survived"
