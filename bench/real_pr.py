@@ -201,7 +201,7 @@ def main() -> None:
     print()
     batch_cols = ["batch s", "batch/two runs"] if args.batch else []
     pair_cols = (
-        [*batch_cols, "solo s", "solo/two runs", "no mutants s", "no mutants/two runs"]
+        [*batch_cols, "solo s", "solo/two runs", "proof alone s", "proof alone/two runs"]
         if args.batch
         else []
     )
