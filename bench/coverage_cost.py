@@ -43,7 +43,7 @@ LEAN = '{set: {PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"}}'
 TRACER_PLUGIN = '''"""Bench only: measure with the sys.settrace engine in every process."""
 import dataclasses
 
-from pytest_vgate import gate_result
+from pytest_vgate.gate import result as gate_result
 
 _measure_change = gate_result.measure_change
 

@@ -14,22 +14,22 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_vgate.runner import run_oracle_check
-    from pytest_vgate.spec import Gate, GatesFileError, load_gates_file
+    from pytest_vgate.gate.runner import run_oracle_check
+    from pytest_vgate.gatesfile import Gate, GatesFileError, load_gates_file
     from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg, Verdict
     from pytest_vgate.verifiers import Outcome, verifier
 
 _HOME = {
     "Cause": "pytest_vgate.verdict",
     "CitationStatus": "pytest_vgate.verdict",
-    "Gate": "pytest_vgate.spec",
-    "GatesFileError": "pytest_vgate.spec",
+    "Gate": "pytest_vgate.gatesfile",
+    "GatesFileError": "pytest_vgate.gatesfile",
     "Mode": "pytest_vgate.verdict",
     "Outcome": "pytest_vgate.verifiers",
     "Rbg": "pytest_vgate.verdict",
     "Verdict": "pytest_vgate.verdict",
-    "load_gates_file": "pytest_vgate.spec",
-    "run_oracle_check": "pytest_vgate.runner",
+    "load_gates_file": "pytest_vgate.gatesfile",
+    "run_oracle_check": "pytest_vgate.gate.runner",
     "verifier": "pytest_vgate.verifiers",
 }
 

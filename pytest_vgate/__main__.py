@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
 
         return merge(argv[1:])
     if argv and argv[0] == "verify":
-        from pytest_vgate.verify import main as verify
+        from pytest_vgate.exporters.verify import main as verify
 
         return verify(argv[1:])
     print(USAGE, file=sys.stderr)

@@ -19,21 +19,47 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from pytest_vgate.evidence.record import (
-    PYTEST_NOT_RED,
-    UNITTEST_NOT_LOADED,
-    UNITTEST_NOT_RED,
-    runs_pytest,
-)
-from pytest_vgate.spec import Gate
+from pytest_vgate.gatesfile import Gate
+from pytest_vgate.paths import is_test_path
 from pytest_vgate.verdict import Cause
+
+_PYTEST_EXE = re.compile(r"^(pytest|py\.test)(-?\d+(\.\d+)*)?(\.exe)?$")
+# pytest's own exit codes that mean "the tests did not run to an answer".
+PYTEST_NOT_RED = {
+    2: "pytest exit 2: interrupted (a collection error, e.g. an import error in a test module)",
+    3: "pytest exit 3: internal error",
+    4: "pytest exit 4: usage error (e.g. the test id does not exist)",
+    5: "pytest exit 5: no tests were collected",
+}
+# unittest turns a name it cannot load (no such test, class or module; a module that fails
+# to import) into a test that errors, and exits 1 like a real failure: the marker is the
+# loader's stand-in class, in every Python's report ("(unittest.loader._FailedTest...").
+UNITTEST_NOT_LOADED = re.compile(r"\(unittest\.loader\._FailedTest\b")
+UNITTEST_NOT_RED = (
+    "unittest could not load a test it was asked for (no such test, class or module, or "
+    "its module failed to import): the test never answered"
+)
+SHELL_NOT_RED = {
+    126: "exit 126: the command was found but could not be executed",
+    127: "exit 127: command not found",
+}
+
+
+def runs_pytest(argv: Sequence[str]) -> bool:
+    """True when the check runs pytest: ``pytest``, ``py.test``, ``python -m pytest``."""
+    for i, token in enumerate(argv):
+        if _PYTEST_EXE.match(os.path.basename(token)):
+            return True
+        if token == "-mpytest" or (token == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest"):
+            return True
+    return False
+
 
 _NO_PYTEST = re.compile(r"No module named '?pytest'?(\s|$)")
 _LIBRARY_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
-_TEST_DIRS = frozenset({"tests", "test", "testing"})
 _OURS = os.path.dirname(os.path.realpath(__file__))  # pytest-vgate's frames are never the product
 
 
@@ -87,17 +113,7 @@ def _first_own_frame(
         rel = Path(os.path.relpath(real, root_real))
         if _LIBRARY_PARTS.intersection(rel.parts):
             continue
-        if real in theirs or _is_test_file(rel):
+        if real in theirs or is_test_path(rel.as_posix()):
             return None
         return f"{rel.as_posix()}:{frame.lineno}"
     return None
-
-
-def _is_test_file(rel: Path) -> bool:
-    name = rel.name
-    return (
-        name == "conftest.py"
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or bool(_TEST_DIRS.intersection(rel.parts[:-1]))
-    )

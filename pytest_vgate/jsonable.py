@@ -1,4 +1,5 @@
-"""One JSON encoding for the plugin's frozen value types (the ``to_dict``/``from_dict`` pair).
+"""One JSON encoding for the plugin's frozen value types (the ``to_dict``/``from_dict`` pair),
+and ``StrEnum``, the base of every closed vocabulary.
 
 ``to_json(obj)`` turns a dataclass into JSON-able primitives (what survives xdist, a pipe or
 the ledger): fields in declaration order, enums by value, tuples as lists, ``Path`` as str,
@@ -37,6 +38,15 @@ Decoder: TypeAlias = Callable[[object, str], object]
 """Decodes one JSON value (at a path, for messages) into a value of its field's type."""
 
 _ROUND = "pytest_vgate.jsonable.round"
+
+
+class StrEnum(str, enum.Enum):
+    """The base of every closed vocabulary (modes, causes, gate types, ...): a member is its
+    string value (equal to it, printed as it, encoded as it), the public name users read in
+    junit and the JSON report. (``enum.StrEnum`` is Python 3.11+.)"""
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 class JsonShapeError(ValueError):

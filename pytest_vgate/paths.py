@@ -1,4 +1,5 @@
-"""``relative``: the one way a path is shown or keyed relative to a root.
+"""``relative``: the one way a path is shown or keyed relative to a root; ``is_test_path``:
+the one rule for what is test code.
 
 Messages show a path relative to the rootdir when it lies inside; keys that must match
 across checkouts (xdist workers elsewhere, merged shards) need the same text for the same
@@ -42,3 +43,13 @@ def shown(path: StrPath, root: StrPath) -> str:
     """For a message: relative to ``root`` when inside it, else as given."""
     rel = relative(path, root)
     return rel if rel is not None else os.fspath(path)
+
+
+def is_test_path(rel: str) -> bool:
+    """Whether a file is test code by pytest's and unittest's naming (``test_*.py``,
+    ``*_test.py``, ``conftest.py``, anything under ``test/``, ``tests/`` or ``testing/``):
+    the check's own code, never the product or the feature."""
+    parts = rel.replace("\\", "/").rsplit(".", 1)[0].split("/")
+    stem = parts[-1] if parts else ""
+    testish = stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
+    return testish or any(part in ("test", "tests", "testing") for part in parts[:-1])

@@ -18,9 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, final
 
-from pytest_vgate.jsonable import Jsonable, JsonShapeError, from_json, rounded
-from pytest_vgate.spec.model import GateType
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.gatesfile.model import GateType
+from pytest_vgate.jsonable import Jsonable, JsonShapeError, StrEnum, from_json, rounded
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 
 

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_vgate.jsonable import Jsonable, rounded
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, StrEnum, rounded
 
 
 class Mode(StrEnum):

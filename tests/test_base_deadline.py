@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from helpers.batch_repo import make_batch_repo, pytest_gate, session
 
-from pytest_vgate.gate_result import BASE_MARGIN, base_deadline
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.result import BASE_MARGIN, base_deadline
+from pytest_vgate.gatesfile import gate_from_mapping
 from pytest_vgate.verdict import Mode, Verdict
 
 pytestmark = pytest.mark.slow

@@ -22,8 +22,8 @@ from pytest_vgate.baseline import (
     cleanup_stale_worktrees,
 )
 from pytest_vgate.evidence import is_genuine_red
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.process import ProcessResult, run_process
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Mode, Verdict
 
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:vgate")

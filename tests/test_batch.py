@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from helpers.batch_repo import BROKEN, CRASH, GATES, HANGS, make_batch_repo, pytest_gate, session
 
-from pytest_vgate.batch import pytest_call
-from pytest_vgate.evidence import bootstrap
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, include_for
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.batch import pytest_call
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import gate_from_mapping
+from pytest_vgate.process import bootstrap
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
 
 SLOW_BOUND = 1800  # seconds: two sessions of several gates, a hang bound only
 BATCHED = "in a batch of"  # what a verdict taken from a batch says in its output

@@ -17,19 +17,19 @@ from collections.abc import Iterator, Mapping
 import pytest
 from helpers.catch_all import catch_all_sites, site_counts
 
-from pytest_vgate import boundary
-from pytest_vgate.boundary import fail_closed, fail_closed_step
-from pytest_vgate.runner import run_oracle_check
+from pytest_vgate.gate import boundary
+from pytest_vgate.gate.boundary import fail_closed, fail_closed_step
+from pytest_vgate.gate.runner import run_oracle_check
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 # The one boundary of each kind of process: (module:function, handlers there).
 BOUNDARIES = {
-    "the pytest process": ("pytest_vgate.boundary:fail_closed", 2),  # error, panic
+    "the pytest process": ("pytest_vgate.gate.boundary:fail_closed", 2),  # error, panic
     # + its last send, + the rehearsal of the spare (an optimisation, never a call's cost)
     "a verifier child": ("pytest_vgate.verifiers.child:child_main", 2),
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
-    "the measurement in a check's Python": ("pytest_vgate.evidence.bootstrap:_start", 1),
+    "the measurement in a check's Python": ("pytest_vgate.process.bootstrap:_start", 1),
 }
 
 # Every other catch-all, and why it must catch everything where it is.
@@ -40,7 +40,7 @@ JUSTIFIED = {
     "pytest_vgate.citations.check:CitationChecker.check": "library API: never raises",
     "pytest_vgate.citations.syntax:_text": "unparsing any code for a message's detail",
     "pytest_vgate.plugin.extending:_Recorder.guard.guarded": "a hook's plugin code: a verdict",
-    "pytest_vgate.evidence.change:executable_lines": "parsing any text; None fails closed",
+    "pytest_vgate.process.measure:executable_lines": "parsing any text; None fails closed",
     "pytest_vgate.plugin.judging:call_with_deadline.target": "plugin code on a thread",
     "pytest_vgate.plugin.judging:describe": "a plugin's __repr__",
     "pytest_vgate.verifiers.api:find_verifier_spec": "getattr on any object met at collection",
@@ -57,16 +57,16 @@ JUSTIFIED = {
     "pytest_vgate.verifiers.control:stop_base": "stopping goes on whatever one step raised",
     "pytest_vgate.verifiers.spawner:ZygoteHost.shutdown": "a cell left at shutdown is a warning",
     "pytest_vgate.verifiers.zygote:base_main": "a preload is an optimisation: any import",
-    "pytest_vgate.evidence.bootstrap:_audit.hook": "an audit hook in the check: says, never raises",
-    "pytest_vgate.evidence.bootstrap:_monitor.py_start": "monitoring callback: says, never raises",
-    "pytest_vgate.evidence.bootstrap:_monitor.line": "monitoring callback: says, never raises",
-    "pytest_vgate.evidence.bootstrap:_tracer.local_of.local": "a tracer: says, never raises",
-    "pytest_vgate.evidence.bootstrap:_tracer.trace": "a tracer: says, never raises",
+    "pytest_vgate.process.bootstrap:_audit.hook": "an audit hook in the check: says, never raises",
+    "pytest_vgate.process.bootstrap:_monitor.py_start": "monitoring callback: says, never raises",
+    "pytest_vgate.process.bootstrap:_monitor.line": "monitoring callback: says, never raises",
+    "pytest_vgate.process.bootstrap:_tracer.local_of.local": "a tracer: says, never raises",
+    "pytest_vgate.process.bootstrap:_tracer.trace": "a tracer: says, never raises",
     # beside its boundary's own: no stack sample is a note, never "not measured"
-    "pytest_vgate.evidence.bootstrap:_start": "arming the stack sample at the deadline",
-    "pytest_vgate.evidence.bootstrap:_Sampler.before_fork": "a fork hook: notes, never raises",
-    "pytest_vgate.evidence.bootstrap:_Sampler.after_in_parent": "a fork hook: notes",
-    "pytest_vgate.evidence.bootstrap:_Sampler.after_in_child": "a fork hook: notes",
+    "pytest_vgate.process.bootstrap:_start": "arming the stack sample at the deadline",
+    "pytest_vgate.process.bootstrap:_Sampler.before_fork": "a fork hook: notes, never raises",
+    "pytest_vgate.process.bootstrap:_Sampler.after_in_parent": "a fork hook: notes",
+    "pytest_vgate.process.bootstrap:_Sampler.after_in_child": "a fork hook: notes",
     "pytest_vgate.process.origin._PROBE:<module>": "find_spec imports parent packages: user code",
 }
 JUSTIFIED_COUNTS = {
@@ -90,7 +90,7 @@ def test_every_catch_all_is_a_boundary_or_listed_with_its_reason() -> None:
     gone = {site: n for site, n in expected.items() if found.get(site, 0) < n}
     assert not new, (
         f"new catch-all(s) {new}: let the exception reach the process's boundary "
-        "(pytest_vgate/boundary.py), narrow it, or list it in JUSTIFIED with the reason"
+        "(pytest_vgate/gate/boundary.py), narrow it, or list it in JUSTIFIED with the reason"
     )
     assert not gone, f"listed catch-alls no longer in the source (remove them here): {gone}"
 
@@ -266,7 +266,7 @@ def test_a_fault_building_the_report_is_a_warning_and_the_ledger_is_still_writte
     pytester: pytest.Pytester, run_vgate
 ) -> None:  # type: ignore[no-untyped-def]
     pytester.makefile(".yaml", gates=GATES)
-    inject(pytester, "pytest_vgate.report", "build_report")
+    inject(pytester, "pytest_vgate.exporters.report", "build_report")
     result, cases = run_vgate("--vgate", "gates.yaml")
     text = assert_no_internal_error(result)
     assert result.ret == 0, text
@@ -280,7 +280,7 @@ def test_a_fault_in_a_command_check_fails_the_gate_with_mode_error(
     pytester: pytest.Pytester, run_vgate
 ) -> None:  # type: ignore[no-untyped-def]
     pytester.makefile(".yaml", gates=GATES)
-    inject(pytester, "pytest_vgate.runner", "build_env")
+    inject(pytester, "pytest_vgate.gate.runner", "build_env")
     result, cases = run_vgate("--vgate", "gates.yaml")
     text = assert_no_internal_error(result)
     assert result.ret == 1, text

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from helpers.git_repo import make_bugfix_repo
 
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import gate_from_mapping
 from pytest_vgate.process import bytecode, run_process
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import gate_from_mapping
 from pytest_vgate.verdict import Mode
 
 PY = shlex.quote(sys.executable)

@@ -541,7 +541,7 @@ def test_an_internal_error_is_a_dropped_verdict(tmp_path: Path) -> None:
 
 
 def test_the_runner_turns_a_checker_error_into_mode_error_never_a_pass(tmp_path: Path) -> None:
-    from pytest_vgate.runner import run_citation
+    from pytest_vgate.gate.runner import run_citation
     from pytest_vgate.verdict import Cause, Mode
 
     bad = Citation(

@@ -162,11 +162,11 @@ CHECK_MACHINERY = [
     "pytest_vgate.baseline",
     "pytest_vgate.citations",
     "pytest_vgate.evidence",
-    "pytest_vgate.gate_result",
+    "pytest_vgate.gate.result",
     "pytest_vgate.plugin.judging",
     "pytest_vgate.evidence.proof",
-    "pytest_vgate.runner",
-    "pytest_vgate.session_state",
+    "pytest_vgate.gate.runner",
+    "pytest_vgate.gate.session",
     "pytest_vgate.verifiers",
 ]
 
@@ -209,14 +209,14 @@ def test_collect_only_runs_no_process_and_loads_no_check_machinery(
     ]
     assert not calls.exists(), calls.read_text()
     loaded = modules.read_text().split()
-    assert "pytest_vgate.spec" in loaded
+    assert "pytest_vgate.gatesfile" in loaded
     assert [m for m in loaded if m.startswith(tuple(CHECK_MACHINERY))] == []
 
     ran = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--vgate", "gates.yaml")
     ran.assert_outcomes(passed=2)
     assert "rev-parse" in calls.read_text()
     loaded = modules.read_text().split()
-    assert {"pytest_vgate.runner", "pytest_vgate.evidence", "pytest_vgate.session_state"} <= {
+    assert {"pytest_vgate.gate.runner", "pytest_vgate.evidence", "pytest_vgate.gate.session"} <= {
         *loaded
     }
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from helpers.docs_examples import fenced_blocks, materialise, yaml_blocks
 
-from pytest_vgate.spec import (
+from pytest_vgate.gatesfile import (
     ALIASES,
     DEFAULT_KEYS,
     GATE_KEYS,

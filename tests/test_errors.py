@@ -10,12 +10,12 @@ import pytest
 
 from pytest_vgate.baseline import BaselineError
 from pytest_vgate.errors import VgateError
-from pytest_vgate.init import InitError
+from pytest_vgate.evidence.init import InitError
+from pytest_vgate.gatesfile import GatesFileError, load_gates_file
 from pytest_vgate.plugin.citation_items import DocumentError
 from pytest_vgate.plugin.merge import MergeError
 from pytest_vgate.process.contain import ShepherdError
 from pytest_vgate.process.tools import ToolUseError, UndeclaredToolError, UnknownToolError
-from pytest_vgate.spec import GatesFileError, load_gates_file
 from pytest_vgate.verifiers import VerifierDefinitionError, VerifierImportError, verifier
 
 USER_ERRORS = [

@@ -36,7 +36,6 @@ from pytest_vgate.evidence import (
 from pytest_vgate.evidence import ledger as ledger_mod
 from pytest_vgate.evidence.change import Change, compute_change, diff_file
 from pytest_vgate.evidence.identity import content_digest
-from pytest_vgate.evidence.measure import Measured
 from pytest_vgate.evidence.proof import Evidence, bind_records
 from pytest_vgate.evidence.reach import (
     CoverageStatus,
@@ -45,8 +44,9 @@ from pytest_vgate.evidence.reach import (
     judge,
     red_reach,
 )
+from pytest_vgate.gatesfile import EnvSpec, Gate, GateType, RedPolicy
 from pytest_vgate.jsonable import JsonShapeError
-from pytest_vgate.spec import EnvSpec, Gate, GateType, RedPolicy
+from pytest_vgate.process.measure import Measured
 from pytest_vgate.verdict import Cause, Mode, Rbg, ToolRecord, Verdict
 
 PYTEST_ARGV = ("python", "-m", "pytest", "-q", FIX_TEST_ID)

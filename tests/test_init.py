@@ -8,7 +8,7 @@ import pytest
 import yaml
 from helpers.git_repo import git, make_bugfix_repo
 
-from pytest_vgate.init import (
+from pytest_vgate.evidence.init import (
     Change,
     CollectedTest,
     InitError,
@@ -20,7 +20,7 @@ from pytest_vgate.init import (
     select_tests,
     write_gates_file,
 )
-from pytest_vgate.spec import load_gates_file
+from pytest_vgate.gatesfile import load_gates_file
 
 
 def test_changed_lines_reads_commits_edits_and_untracked_files(tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_the_users_diff_configuration_does_not_change_the_reading(
 
 
 def test_the_diff_reader_takes_quoted_paths_plus_lines_and_deleted_tests() -> None:
-    from pytest_vgate.init import parse_diff
+    from pytest_vgate.evidence.init import parse_diff
 
     diff = (
         '+++ "b/tests/test_tab\\there \\303\\251.py"\n'

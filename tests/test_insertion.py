@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate.evidence.change import Change, _compare
-from pytest_vgate.evidence.measure import Measured
 from pytest_vgate.evidence.reach import red_reach
+from pytest_vgate.process.measure import Measured
 
 # more-itertools before 958990e, in small: the fix adds a guard at the top of sliced().
 BASE = '''\

@@ -18,6 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_vgate import Cause, Gate, Mode, Outcome, Verdict
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import GateType
 from pytest_vgate.payload import GatePayload
 from pytest_vgate.plugin import hookspecs
 from pytest_vgate.plugin.extending import ask_judges, install_guard
@@ -29,9 +32,6 @@ from pytest_vgate.plugin.judging import (
     payload_state,
     verdict_from_judgment,
 )
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import GateType
 
 
 class Impostor:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_vgate.context import RunContext
 from pytest_vgate.evidence.record import judge_red
+from pytest_vgate.gate.runner import run_check, run_function
+from pytest_vgate.gatesfile import Gate, GatesFile, GatesFileError, GateType, gate_from_mapping
+from pytest_vgate.gatesfile.kinds import KINDS, kind_of
 from pytest_vgate.plugin.hooks import tool_ids
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check, run_function
-from pytest_vgate.spec import Gate, GatesFile, GatesFileError, GateType, gate_from_mapping
-from pytest_vgate.spec.kinds import KINDS, kind_of
 from pytest_vgate.verdict import Mode
 
 ALL = sorted(GateType, key=lambda t: t.value)
@@ -43,8 +43,8 @@ def test_the_rows_say_what_the_gate_types_do() -> None:
     assert {name for name, k in rows.items() if k.judgment} == {"semantic", "self_review"}
     assert {name for name, k in rows.items() if not k.red_exit} == {"python"}
     assert {k.run for k in rows.values()} == {
-        "pytest_vgate.runner:run_command",
-        "pytest_vgate.runner:run_judgment",
+        "pytest_vgate.gate.runner:run_command",
+        "pytest_vgate.gate.runner:run_judgment",
         "pytest_vgate.verifiers:run_verifier_refs",
     }
 

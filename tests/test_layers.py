@@ -4,7 +4,8 @@ Every import statement counts, at module level or inside a function (a lazy impo
 still a dependency), relative or absolute. Two layers: the pytest layer is the
 subpackage ``pytest_vgate.plugin`` (with the command line, ``pytest_vgate.__main__``);
 the core is everything else and never reaches pytest, xdist or the pytest layer.
-Inside the core, each folder may use only the folders below it (``FOLDER_RULES``).
+Inside the core, each room (a folder, or a root module) sits on a floor and imports only
+its own floor and those below (``FLOORS``); rooms beside each other never meet.
 """
 
 from __future__ import annotations
@@ -125,81 +126,71 @@ def test_the_pytest_layer_is_one_subpackage() -> None:
     assert all(not is_core(name) for name in using_pytest), using_pytest
 
 
-SHARED_VALUES = {
-    "pytest_vgate.defaults",
-    "pytest_vgate.errors",
-    "pytest_vgate.jsonable",
-    "pytest_vgate.strenum",
-    "pytest_vgate.verdict",
-}
-"""Root modules every folder may use: the shared value types and their codec."""
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # lowest first; a module may import its own floor's and the floors below
+    ("defaults", "errors", "jsonable", "clip", "paths", "verdict"),
+    ("process",),
+    ("citations",),
+    ("gatesfile",),
+    ("causes", "payload", "context"),
+    ("baseline", "verifiers"),
+    ("evidence",),
+    ("gate", "exporters"),
+    ("plugin", "__main__", ""),
+)
+"""The floors of docs/architecture.md, top-level names under ``pytest_vgate`` ("" is the
+package's ``__init__``, the public API): the vocabulary at the bottom, then execution
+(``process``: processes, cells, tools, how a process is measured), documents and the gates
+file, the values a run carries, the verifiers and the base worktree, the evidence
+(what the runs mean), running and judging a gate and the outputs, the pytest layer."""
 
-FOLDER_RULES: dict[str, tuple[set[str], set[str]]] = {
-    # folder: (what it may import of ours, or empty for "anything not refused"; refused)
-    "process": (SHARED_VALUES, set()),
-    "baseline": (SHARED_VALUES | {"pytest_vgate.process"}, set()),
-    "citations": (SHARED_VALUES | {"pytest_vgate.process", "pytest_vgate.clip"}, set()),
-    "spec": (
-        set(),
-        {
-            "pytest_vgate.evidence",
-            "pytest_vgate.verifiers",
-            "pytest_vgate.baseline",
-            "pytest_vgate.runner",
-            "pytest_vgate.exporters",
-        },
-    ),
-    "evidence": (
-        set(),
-        {
-            "pytest_vgate.verifiers",
-            "pytest_vgate.citations",
-            "pytest_vgate.runner",
-            "pytest_vgate.gate_result",
-            "pytest_vgate.exporters",
-        },
-    ),
-}
-"""The folders of the core, lowest first: execution (``process``) knows no gate, no
-evidence and no verifier; ``baseline`` checks out trees with it; ``citations`` reads
-documents; ``spec`` turns gates files into values; ``evidence`` judges runs it is given
-and never starts a check itself."""
+SIDE_BY_SIDE = {("baseline", "verifiers"), ("gate", "exporters")}
+"""Rooms on one floor that never import each other."""
+
+ROOT_MODULES_AT_MOST = 12
 
 
-def _within(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
+def room(name: str) -> str:
+    """``pytest_vgate.evidence.proof`` -> ``evidence``; the package itself -> ""."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else ""
 
 
-def folder_offenders(graph: dict[str, set[str]], folder: str) -> dict[str, list[str]]:
-    """The imports of ``pytest_vgate.<folder>`` that its row in ``FOLDER_RULES`` refuses."""
-    allowed, refused = FOLDER_RULES[folder]
-    prefix = f"pytest_vgate.{folder}"
-    found: dict[str, list[str]] = {}
+def floor_of(name: str) -> int:
+    for number, rooms in enumerate(FLOORS):
+        if room(name) in rooms:
+            return number
+    raise AssertionError(f"{name} is on no floor of FLOORS: add its room to one")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of a higher floor (or of a room beside it on its floor)."""
+    found = []
     for name, deps in graph.items():
-        if not _within(name, prefix):
-            continue
-        ours = {d for d in deps if d in graph and not _within(d, prefix)}
-        bad = {
-            d
-            for d in ours
-            if (allowed and not any(_within(d, a) for a in allowed))
-            or any(_within(d, r) for r in refused)
-        }
-        if bad:
-            found[name] = sorted(bad)
+        for dep in sorted(d for d in deps if d in graph and room(d) != room(name)):
+            beside = tuple(sorted((room(name), room(dep)))) in SIDE_BY_SIDE
+            if floor_of(dep) > floor_of(name) or beside:
+                found.append(f"{name} -> {dep}")
     return found
 
 
-@pytest.mark.parametrize("folder", sorted(FOLDER_RULES))
-def test_each_core_folder_uses_only_the_folders_below_it(folder: str) -> None:
-    assert (PACKAGE / folder).is_dir(), folder
-    assert folder_offenders(import_graph(), folder) == {}
+def test_every_room_is_on_a_floor_and_imports_only_downward() -> None:
+    assert upward_imports(import_graph()) == []
 
 
-def test_the_folder_rules_see_an_upward_import(tmp_path: Path) -> None:
-    """The checker itself: execution reaching evidence, lazily, is refused."""
+def test_the_root_holds_the_public_api_and_the_vocabulary_alone() -> None:
+    modules = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(modules) <= ROOT_MODULES_AT_MOST, modules
+    assert set(FLOORS[0]) | {"causes", "payload", "context"} >= {
+        p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("__")
+    }
+
+
+def test_the_floors_see_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself: execution reaching evidence, lazily, is refused, and so is a
+    room reaching the one beside it."""
     package = tmp_path / "pytest_vgate"
-    for folder in ("process", "evidence"):
+    for folder in ("process", "evidence", "baseline", "verifiers"):
         (package / folder).mkdir(parents=True)
         (package / folder / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
@@ -207,9 +198,12 @@ def test_the_folder_rules_see_an_upward_import(tmp_path: Path) -> None:
     (package / "process" / "cell.py").write_text(
         "from pytest_vgate import verdict\ndef f():\n    from pytest_vgate.evidence import x\n"
     )
-    assert folder_offenders(import_graph(package), "process") == {
-        "pytest_vgate.process.cell": ["pytest_vgate.evidence"]
-    }
+    (package / "baseline" / "tree.py").write_text("from pytest_vgate.verifiers import y\n")
+    (package / "evidence" / "proof.py").write_text("from pytest_vgate.process import cell\n")
+    assert sorted(upward_imports(import_graph(package))) == [
+        "pytest_vgate.baseline.tree -> pytest_vgate.verifiers",
+        "pytest_vgate.process.cell -> pytest_vgate.evidence",
+    ]
 
 
 def test_there_is_no_import_cycle() -> None:

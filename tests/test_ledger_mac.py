@@ -13,7 +13,7 @@ from pytest_vgate.evidence import Ledger
 from pytest_vgate.evidence.identity import TreeState
 from pytest_vgate.evidence.ledger_key import KEY_DIR_ENV, KEY_FILENAME
 from pytest_vgate.evidence.record import make_record
-from pytest_vgate.spec import Gate
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.verdict import Mode, Verdict
 
 ARGV = ("python", "-m", "pytest", "-q", "tests/test_basic.py::test_add")

@@ -19,12 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.evidence.change import Change, executable_lines
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec, _read
-from pytest_vgate.gate_result import measure_change
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.context import RunContext
+from pytest_vgate.evidence.change import Change
+from pytest_vgate.gate.result import measure_change
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import gate_from_mapping
+from pytest_vgate.process.measure import (
+    MEASURED_KEY,
+    Measured,
+    MeasureSpec,
+    _read,
+    executable_lines,
+)
 
 ENGINES = ("auto", "settrace") if sys.version_info >= (3, 12) else ("auto",)
 

@@ -12,15 +12,15 @@ from typing import cast
 
 import pytest
 
+from pytest_vgate.context import RunContext
 from pytest_vgate.evidence import RbgResult, Record
 from pytest_vgate.evidence.change import Change
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, include_for
 from pytest_vgate.evidence.proof import Series, _fixed_hang
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus, RunReach, red_reach
-from pytest_vgate.evidence.stack import Frame, in_change, innermost, parse_dump
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import gate_from_mapping
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
+from pytest_vgate.process.stack import Frame, in_change, innermost, parse_dump
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 
 PY = shlex.quote(sys.executable)

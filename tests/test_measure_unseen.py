@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, include_for
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import gate_from_mapping
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import gate_from_mapping
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
 from pytest_vgate.verdict import Mode
 
 PY = shlex.quote(sys.executable)

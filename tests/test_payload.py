@@ -19,7 +19,9 @@ import pytest
 
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import CitationResult
-from pytest_vgate.gate_result import decide
+from pytest_vgate.exporters.report import GATE_FIELDS, build_report
+from pytest_vgate.gate.result import decide
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.payload import (
     CITATION_KINDS,
     PAYLOAD_TYPES,
@@ -37,8 +39,6 @@ from pytest_vgate.payload import (
     decode_payload,
     payload_of_entry,
 )
-from pytest_vgate.report import GATE_FIELDS, build_report
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Cause, CheckVerdict, CitationStatus, Mode, ToolRecord, Verdict
 
 ROOT = Path("/repo")

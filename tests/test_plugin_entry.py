@@ -41,7 +41,7 @@ def test_a_session_without_vgate_loads_only_the_entry(reporting: pytest.Pytester
     result.assert_outcomes(passed=1)
     entry = _entry(reporting)
     assert entry["layer"] is False
-    assert "pytest_vgate.runner" not in entry["modules"]
+    assert "pytest_vgate.gate.runner" not in entry["modules"]
     assert "pytest_vgate.plugin.hooks" not in entry["modules"]
 
 

@@ -275,7 +275,7 @@ def test_internal_error_is_a_failed_item_not_a_crash(pytester: pytest.Pytester) 
     write_gates(pytester, f"gates:\n  - id: a\n    check: {PY} -c pass\n")
     pytester.makeconftest(
         """
-        import pytest_vgate.runner as runner
+        import pytest_vgate.gate.runner as runner
 
         def broken(*args, **kwargs):
             raise RuntimeError("injected fault in the process layer")

@@ -21,8 +21,8 @@ import pytest
 from helpers.git_repo import git, make_bugfix_repo
 
 from pytest_vgate.evidence import Ledger, Record, TreeState, inputs_digest, make_record, tree_state
+from pytest_vgate.gatesfile import Gate, GatesFileError, load_gates_file
 from pytest_vgate.process.regular import NotRegularFile, open_regular, read_regular
-from pytest_vgate.spec import Gate, GatesFileError, load_gates_file
 from pytest_vgate.verdict import Mode, Verdict
 
 HANG_BOUND = 60.0  # seconds; only a hang comes anywhere near it

@@ -11,20 +11,20 @@ import pytest
 from helpers.report import report_errors
 
 from pytest_vgate.evidence.reach import CoverageStatus
-from pytest_vgate.payload import (
-    CitationDocumentPayload,
-    CitationPayload,
-    Payload,
-    decode_payload,
-)
-from pytest_vgate.report import (
+from pytest_vgate.exporters.report import (
     BASE_FIELDS,
     GATE_FIELDS,
     REPORT_VERSION,
     build_report,
     check_targets,
 )
-from pytest_vgate.spec import Gate, GateType
+from pytest_vgate.gatesfile import Gate, GateType
+from pytest_vgate.payload import (
+    CitationDocumentPayload,
+    CitationPayload,
+    Payload,
+    decode_payload,
+)
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_vgate import Mode, run_oracle_check
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import GATE_KEYS, Gate
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import GATE_KEYS, Gate
 from pytest_vgate.verdict import Cause
 
 PY = shlex.quote(sys.executable)

@@ -11,10 +11,10 @@ from types import MappingProxyType
 
 import pytest
 
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import Gate, gate_from_mapping
 from pytest_vgate.process.cell import CellPool
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import Gate, gate_from_mapping
 from pytest_vgate.verdict import Mode
 
 PY = sys.executable

@@ -21,8 +21,8 @@ import pytest
 # when it ends, and a second session would then pair this layer's old stash keys with
 # new ones (the layer itself loads lazily, plugin/__init__.py).
 import pytest_vgate.plugin.hooks  # noqa: F401
+from pytest_vgate.gate.session import SessionState
 from pytest_vgate.process.cell import CellPool
-from pytest_vgate.session_state import SessionState
 from pytest_vgate.verifiers import spawner
 
 GATES = """

@@ -26,7 +26,7 @@ from helpers.docs_examples import materialise, write, yaml_blocks
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_vgate.spec import (
+from pytest_vgate.gatesfile import (
     ALIASES,
     DEFAULT_KEYS,
     ENV_KEYS,
@@ -43,7 +43,7 @@ from pytest_vgate.spec import (
     values,
     yamlnodes,
 )
-from pytest_vgate.spec.located import LocatedList, LocatedMap
+from pytest_vgate.gatesfile.located import LocatedList, LocatedMap
 
 DOCS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "gates-file.md"
 
@@ -1270,7 +1270,7 @@ def test_the_error_reported_does_not_depend_on_the_hash_seed(tmp_path: Path) -> 
     """Key sets iterate in an order that changes with PYTHONHASHSEED; the loader's must not."""
     path = write(tmp_path, "gates:\n  - id: g\n    expect: x\n    timeout: x\n    tools: x\n")
     probe = (
-        "from pytest_vgate.spec import load_gates_file as f\n"
+        "from pytest_vgate.gatesfile import load_gates_file as f\n"
         "try: f(%r)\nexcept Exception as e: print(e.key)"
     )
     keys = {

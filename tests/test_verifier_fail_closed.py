@@ -35,10 +35,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytest_vgate
-from pytest_vgate.gate_result import evaluate_gate
+from pytest_vgate.context import RunContext
+from pytest_vgate.gate.result import evaluate_gate
+from pytest_vgate.gatesfile import Gate, GateType, RedPolicy
 from pytest_vgate.process import pid_alive
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.spec import Gate, GateType, RedPolicy
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import child, wire
 from pytest_vgate.verifiers.messages import VerifierJob

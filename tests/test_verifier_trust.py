@@ -278,7 +278,7 @@ def test_a_planted_secret_reaches_no_verifier_output(
 
 
 def test_the_verifier_gets_the_allowlist_and_the_gates_env(tmp_path: Path) -> None:
-    from pytest_vgate.spec import EnvSpec
+    from pytest_vgate.gatesfile import EnvSpec
 
     module = write_module(
         tmp_path,

@@ -23,10 +23,10 @@ from helpers.verifiers_modules import ZOO, call, write_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_vgate.context import RunContext
+from pytest_vgate.gatesfile import Gate, GateType
 from pytest_vgate.process import pid_alive
 from pytest_vgate.process.tools import ToolInventory
-from pytest_vgate.run_context import RunContext
-from pytest_vgate.spec import Gate, GateType
 from pytest_vgate.verdict import Cause, Mode, Verdict
 from pytest_vgate.verifiers import (
     Isolation,

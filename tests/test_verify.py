@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.report import sealed
+from pytest_vgate.exporters.report import sealed
 
 PY = shlex.quote(sys.executable)
 GATES = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pytest_vgate.citations.anchor import prose_words
 from pytest_vgate.citations.entities import words
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import StrEnum
 
 
 class Verb(StrEnum):

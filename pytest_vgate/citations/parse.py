@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pytest_vgate.citations.entities import HOST_SUFFIXES, extract_entities, words
-from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, StrEnum
 
 
 class CitationForm(StrEnum):

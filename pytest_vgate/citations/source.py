@@ -32,7 +32,7 @@ from pytest_vgate.citations.anchor import (
 )
 from pytest_vgate.citations.entities import is_dotted, is_identifier
 from pytest_vgate.citations.syntax import Facts, python_facts
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import StrEnum
 
 _DEF_WORDS = (
     r"async\s+def|def|class|function|func|fn|struct|enum|interface|trait|type|impl|module"

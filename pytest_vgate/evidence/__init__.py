@@ -28,7 +28,6 @@ from pytest_vgate.evidence.record import (
     Record,
     is_genuine_red,
     make_record,
-    runs_pytest,
     utc_now,
 )
 
@@ -49,7 +48,6 @@ __all__ = [
     "inputs_digest",
     "is_genuine_red",
     "make_record",
-    "runs_pytest",
     "tree_state",
     "utc_now",
 ]

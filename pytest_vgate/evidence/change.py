@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.evidence.defined import added_modules, added_names, is_test_path
+from pytest_vgate.evidence.defined import added_modules, added_names
 from pytest_vgate.evidence.identity import GIT_SAFE, is_left_out, left_out_below
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
+from pytest_vgate.paths import is_test_path
 from pytest_vgate.process import run_git
+from pytest_vgate.process.measure import executable_lines
 
 PYTHON_SUFFIXES = (".py", ".pyw")
 Lines = Mapping[str, frozenset[int]]  # path relative to the repository -> line numbers
@@ -75,22 +77,6 @@ class Change:
 
 def lines_to_json(lines: Lines) -> dict[str, list[int]]:
     return {path: sorted(ls) for path, ls in sorted(lines.items()) if ls}
-
-
-def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
-    """Coverage's statements of a Python source and its line -> first-line map; None when
-    the text does not parse (the caller then counts raw lines, failing closed)."""
-    from coverage.parser import PythonParser
-
-    try:
-        parser = PythonParser(text=text)
-        parser.parse_source()
-    # coverage raises NotPython, and tokenize/ast errors surface as others.
-    except Exception:  # noqa: BLE001
-        return None
-    count = text.count("\n") + 1
-    first = {n: parser.first_line(n) for n in range(1, count + 1)}
-    return frozenset(parser.statements), first
 
 
 def _read(path: Path) -> str | None:

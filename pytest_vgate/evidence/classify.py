@@ -13,16 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from pytest_vgate.causes import UNITTEST_NOT_RED, runs_pytest
 from pytest_vgate.evidence.record import (
-    UNITTEST_NOT_RED,
     Record,
     judge_red,
     output_of,
     parse_time,
-    runs_pytest,
 )
+from pytest_vgate.gatesfile import Gate, RedPolicy
 from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Rbg
 
 

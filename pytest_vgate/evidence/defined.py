@@ -15,8 +15,10 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from pytest_vgate.paths import is_test_path
+
 if TYPE_CHECKING:
-    from pytest_vgate.spec import Gate
+    from pytest_vgate.gatesfile import Gate
 
 _PATTERNS = (
     re.compile(r"ImportError: cannot import name '([^']+)'"),
@@ -67,16 +69,6 @@ def added_names(base_text: str | None, head_text: str) -> frozenset[str]:
         out.add(name)
         out.add(name.rpartition(".")[2])
     return frozenset(out)
-
-
-def is_test_path(rel: str) -> bool:
-    """Whether a file is test code by pytest's and unittest's naming (``test_*.py``,
-    ``*_test.py``, ``conftest.py``, anything under ``test/`` or ``tests/``): the check's
-    own code, never the feature."""
-    parts = rel.replace("\\", "/").rsplit(".", 1)[0].split("/")
-    stem = parts[-1] if parts else ""
-    testish = stem.startswith("test_") or stem.endswith("_test") or stem == "conftest"
-    return testish or any(part in ("test", "tests", "testing") for part in parts[:-1])
 
 
 def module_names(rel: str) -> frozenset[str]:

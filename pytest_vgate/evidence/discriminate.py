@@ -26,17 +26,16 @@ from typing import TYPE_CHECKING, Any
 from pytest_vgate.evidence.change import Change, Lines
 from pytest_vgate.evidence.defined import check_modules, is_check_file
 from pytest_vgate.evidence.identity import GIT_SAFE
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.evidence.mutate import EXTREME, FileChange, Mutant, plant, seed_of
-from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.gatesfile import Gate
+from pytest_vgate.jsonable import Jsonable, StrEnum
 from pytest_vgate.process import run_git
-from pytest_vgate.spec import Gate
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 
 if TYPE_CHECKING:
     from pytest_vgate.baseline import BaseWorktree
-    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.context import RunContext
 
 SHOWN_SURVIVORS = 5
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.process import run_git
 from pytest_vgate.process.regular import kind_of, open_regular
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import ToolRecord
 
 FINGERPRINT_VERSION = 2  # 2: the content of the files a check names is part of it

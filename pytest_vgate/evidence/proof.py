@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vgate.causes import UNITTEST_NOT_RED
 from pytest_vgate.evidence import (
     Ledger,
     RbgResult,
@@ -27,10 +28,10 @@ from pytest_vgate.evidence.change import Change, compute_change
 from pytest_vgate.evidence.defined import missing_defined
 from pytest_vgate.evidence.identity import content_digest, known_commits, named_files
 from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus
-from pytest_vgate.evidence.record import UNITTEST_NOT_RED, Where, output_of
+from pytest_vgate.evidence.record import Where, output_of
 from pytest_vgate.evidence.why import BASE_RAN_ITS_OWN
+from pytest_vgate.gatesfile import Gate, RedPolicy
 from pytest_vgate.process.regular import read_regular
-from pytest_vgate.spec import Gate, RedPolicy
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 
 if TYPE_CHECKING:

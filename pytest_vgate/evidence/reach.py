@@ -9,16 +9,18 @@ current tree (not the base worktree) is contaminated.
 
 from __future__ import annotations
 
+import ast
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_vgate.evidence.change import Change, Lines, lines_to_json
 from pytest_vgate.evidence.defined import is_check_module
-from pytest_vgate.evidence.measure import Measured
-from pytest_vgate.evidence.stack import Frame, in_change, innermost
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import StrEnum
+from pytest_vgate.paths import is_test_path
+from pytest_vgate.process.measure import Measured
+from pytest_vgate.process.stack import INSTALLED, Frame, Thread
 
 SHOWN_LINES = 5  # changed lines listed per run in a failure report before "and N more"
 
@@ -199,3 +201,63 @@ def _few(items: Sequence[str], limit: int) -> str:
         return "none"
     more = len(items) - limit
     return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def innermost(threads: Iterable[Thread], base_top: str) -> tuple[Frame, ...]:
+    """Per thread, its innermost frame in the base worktree's own code (path relative to
+    it); threads with none (idle workers of the standard library) are left out."""
+    prefix = base_top.rstrip(os.sep) + os.sep
+    found: list[Frame] = []
+    for thread in threads:
+        for frame in thread:
+            if frame.path.startswith("<") or any(p in frame.path for p in INSTALLED):
+                continue
+            real = os.path.realpath(frame.path)
+            if real.startswith(prefix):
+                found.append(Frame(real[len(prefix) :], frame.line, frame.function))
+                break
+    return tuple(found)
+
+
+def in_change(change: Change, frames: Sequence[Frame]) -> Frame | None:
+    """The first of ``frames`` (relative, from ``innermost``) that is inside the base
+    side's changed code, or None."""
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for frame in frames:
+        if is_test_path(frame.path):
+            continue
+        changed = change.base_changed.get(frame.path, frozenset())
+        wanted = changed | change.anchors.get(frame.path, frozenset())
+        if frame.line in changed:
+            return frame
+        if not wanted:
+            continue
+        if frame.path not in spans:
+            spans[frame.path] = _functions(os.path.join(change.base_top, frame.path))
+        inside = [
+            (a, b)
+            for a, b, name in spans[frame.path]
+            if a <= frame.line <= b and name == frame.function
+        ]
+        if inside:
+            first, last = max(inside)  # the innermost function of that name holding the line
+            if any(first <= n <= last for n in wanted):
+                return frame
+    return None
+
+
+def _functions(path: str) -> list[tuple[int, int, str]]:
+    """The line spans and names of every function in the file (none if it does not
+    parse); a frame's function must have the name, so a module's ``def`` line is not in it."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            spans.append((node.lineno, node.end_lineno or node.lineno, node.name))
+        elif isinstance(node, ast.Lambda):
+            spans.append((node.lineno, node.end_lineno or node.lineno, "<lambda>"))
+    return spans

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
+from pytest_vgate.causes import (
+    PYTEST_NOT_RED,
+    SHELL_NOT_RED,
+    UNITTEST_NOT_LOADED,
+    UNITTEST_NOT_RED,
+    runs_pytest,
+)
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.identity import TreeState, claim_hash, fingerprint
-from pytest_vgate.jsonable import Jsonable, rounded
-from pytest_vgate.spec import Gate
-from pytest_vgate.spec.kinds import kind_of
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.gatesfile import Gate
+from pytest_vgate.gatesfile.kinds import kind_of
+from pytest_vgate.jsonable import Jsonable, StrEnum, rounded
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 RECORD_VERSION = 1
@@ -30,26 +34,6 @@ class Where(StrEnum):
 
 WHERE = tuple(w.value for w in Where)
 
-_PYTEST_EXE = re.compile(r"^(pytest|py\.test)(-?\d+(\.\d+)*)?(\.exe)?$")
-# pytest's own exit codes that mean "the tests did not run to an answer".
-PYTEST_NOT_RED = {
-    2: "pytest exit 2: interrupted (a collection error, e.g. an import error in a test module)",
-    3: "pytest exit 3: internal error",
-    4: "pytest exit 4: usage error (e.g. the test id does not exist)",
-    5: "pytest exit 5: no tests were collected",
-}
-# unittest turns a name it cannot load (no such test, class or module; a module that fails
-# to import) into a test that errors, and exits 1 like a real failure: the marker is the
-# loader's stand-in class, in every Python's report ("(unittest.loader._FailedTest...").
-UNITTEST_NOT_LOADED = re.compile(r"\(unittest\.loader\._FailedTest\b")
-UNITTEST_NOT_RED = (
-    "unittest could not load a test it was asked for (no such test, class or module, or "
-    "its module failed to import): the test never answered"
-)
-SHELL_NOT_RED = {
-    126: "exit 126: the command was found but could not be executed",
-    127: "exit 127: command not found",
-}
 _MODE_NOT_RED = {
     Mode.UNAVAILABLE: "the tool was not found, so the check never ran",
     Mode.TIMEOUT: "the check timed out: a non-result, not an answer",
@@ -77,16 +61,6 @@ def parse_time(text: str) -> datetime | None:
     except (ValueError, AttributeError):
         return None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
-def runs_pytest(argv: Sequence[str]) -> bool:
-    """True when the check runs pytest: ``pytest``, ``py.test``, ``python -m pytest``."""
-    for i, token in enumerate(argv):
-        if _PYTEST_EXE.match(os.path.basename(token)):
-            return True
-        if token == "-mpytest" or (token == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest"):
-            return True
-    return False
 
 
 def judge_red(mode: Mode, exit_code: int | None, gate: Gate, output: str = "") -> tuple[bool, str]:

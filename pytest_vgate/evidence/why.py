@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_vgate.clip import clip
-from pytest_vgate.spec import Gate
-from pytest_vgate.spec.kinds import kind_of
+from pytest_vgate.gatesfile import Gate
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.verdict import Mode, Verdict
 
 DECISIVE_LIMIT = 6

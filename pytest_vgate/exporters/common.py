@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pytest_vgate.clip import clip
+from pytest_vgate.exporters.report import gate_state
 from pytest_vgate.jsonable import as_array, as_object
 from pytest_vgate.payload import PayloadKind
-from pytest_vgate.report import gate_state
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
 CITATION_ORDER = (

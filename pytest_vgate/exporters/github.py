@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.exporters.common import Finding, findings, relative_uri
-from pytest_vgate.report import JsonReport
+from pytest_vgate.exporters.report import JsonReport
 
 MAX_PER_LEVEL = 10  # annotations of one level GitHub shows per step
 SUMMARY_BUDGET = 1_000_000  # bytes; GitHub refuses a step summary over 1 MiB

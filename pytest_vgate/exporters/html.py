@@ -25,8 +25,8 @@ from typing import Any
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
 from pytest_vgate.exporters.common import write_atomically
+from pytest_vgate.exporters.report import JsonReport, gate_state
 from pytest_vgate.paths import relative
-from pytest_vgate.report import JsonReport, gate_state
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
 CONTEXT_LINES = 2  # lines shown around a cited line

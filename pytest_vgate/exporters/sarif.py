@@ -27,8 +27,8 @@ from pytest_vgate.exporters.common import (
     relative_uri,
     write_atomically,
 )
+from pytest_vgate.exporters.report import JsonReport
 from pytest_vgate.jsonable import JsonDict
-from pytest_vgate.report import JsonReport
 from pytest_vgate.verdict import CitationStatus, Mode
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -19,9 +19,9 @@ import pytest
 from pytest_vgate.plugin.session import resources
 
 if TYPE_CHECKING:
-    from pytest_vgate.batch import BatchRun
-    from pytest_vgate.gate_result import Sides
-    from pytest_vgate.spec import Gate
+    from pytest_vgate.gate.batch import BatchRun
+    from pytest_vgate.gate.result import Sides
+    from pytest_vgate.gatesfile import Gate
     from pytest_vgate.verdict import Verdict
 
 CACHE_KEY = "batches"
@@ -44,7 +44,7 @@ class _Group:
 
 def batched(item: pytest.Item, gate: Gate, sides: Sides) -> Batched | None:
     """The batch verdicts for ``gate`` (run with ``sides``), or None: not batched."""
-    from pytest_vgate.batch import group_key
+    from pytest_vgate.gate.batch import group_key
 
     res = resources(item.config)
     if res.settings.batch != "auto" or res.settings.repeat != 1:
@@ -80,7 +80,7 @@ def batched(item: pytest.Item, gate: Gate, sides: Sides) -> Batched | None:
 
 
 def _key(gate: Gate, sides: Sides) -> tuple[Any, ...] | None:
-    from pytest_vgate.batch import group_key
+    from pytest_vgate.gate.batch import group_key
 
     key = group_key(gate, sides.green)
     if key is None:
@@ -89,9 +89,9 @@ def _key(gate: Gate, sides: Sides) -> tuple[Any, ...] | None:
 
 
 def _run_group(members: list[Gate], sides: Sides) -> _Group:
-    from pytest_vgate.batch import run_batch
-    from pytest_vgate.gate_result import BASE_FACTOR, BASE_MARGIN
-    from pytest_vgate.run_context import gate_timeout
+    from pytest_vgate.context import gate_timeout
+    from pytest_vgate.gate.batch import run_batch
+    from pytest_vgate.gate.result import BASE_FACTOR, BASE_MARGIN
 
     green = run_batch(members, sides.green)
     red = None

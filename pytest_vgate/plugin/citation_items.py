@@ -15,10 +15,10 @@ import pytest
 
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
+from pytest_vgate.gatesfile import GatesFile, GatesFileError
 from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
-from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.verdict import Cause, CitationStatus, Mode
 
 # The citation checker is imported where a document is read or a citation checked: the
@@ -52,7 +52,7 @@ class CitationItem(pytest.Item):
         self.vgate_payload: CitationPayload | None = None
 
     def runtest(self) -> None:
-        from pytest_vgate.runner import run_citation
+        from pytest_vgate.gate.runner import run_citation
 
         res = resources(self.config)
         verdict, result = run_citation(checker_for(res, self.root), self.citation)

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_vgate.boundary import fail_closed_step
+from pytest_vgate.gate.boundary import fail_closed_step
 from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
 from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.session import Resources, WorkerInput
 
 if TYPE_CHECKING:
-    from pytest_vgate.report import JsonReport
-from pytest_vgate.spec import GatesFile
+    from pytest_vgate.exporters.report import JsonReport
+from pytest_vgate.gatesfile import GatesFile
 from pytest_vgate.verdict import Mode
 
 QUIET_RBG = ("proven", "regression", "unproven")  # statuses with no base run to explain
@@ -175,8 +175,8 @@ class Controller:
             path.unlink()
 
     def _build_report(self) -> JsonReport:
+        from pytest_vgate.exporters.report import build_report
         from pytest_vgate.plugin.describe import describe_session
-        from pytest_vgate.report import build_report
 
         report = build_report(list(self.payloads.values()), rootdir=self.config.rootpath)
         if self.res.base_trees:  # the page shows the diff: add it while the trees exist
@@ -188,7 +188,7 @@ class Controller:
         return report
 
     def _write_report(self, report: JsonReport, *, seal: bool) -> None:
-        from pytest_vgate.report import sealed, write_json_report
+        from pytest_vgate.exporters.report import sealed, write_json_report
 
         if self.res.settings.report is not None:
             warning = write_json_report(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_vgate.exporters.report import GatesFileDescription, SessionDescription, TreeDescription
+from pytest_vgate.gatesfile import GatesFile
 from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
-from pytest_vgate.report import GatesFileDescription, SessionDescription, TreeDescription
-from pytest_vgate.spec import GatesFile
 
 GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
 OPTIONS = ("base", "require_red", "strict", "timeout", "isolation", "coverage", "repeat", "only")

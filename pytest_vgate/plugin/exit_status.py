@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
+from pytest_vgate.gatesfile import GatesFile, GatesFileError
 from pytest_vgate.payload import CheckPayload, Payload, TestPayload
 from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.collection import arg_path
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
 from pytest_vgate.plugin.session import RESOURCES
-from pytest_vgate.spec import GatesFile, GatesFileError
 from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"

@@ -30,10 +30,10 @@ from pytest_vgate.payload import CheckPayload, Payload
 from pytest_vgate.plugin.settings import option_path
 
 if TYPE_CHECKING:  # judging (and the verifiers it reads answers with) loads when first used
+    from pytest_vgate.context import RunContext
+    from pytest_vgate.exporters.report import JsonReport
+    from pytest_vgate.gatesfile import Gate
     from pytest_vgate.plugin.judging import Call, JudgeContext, P
-    from pytest_vgate.report import JsonReport
-    from pytest_vgate.run_context import RunContext
-    from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
 
 OUR_HOOKS = frozenset({"pytest_vgate_judge", "pytest_vgate_adjust_verdict", "pytest_vgate_report"})

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.evidence import runs_pytest
+from pytest_vgate.causes import runs_pytest
+from pytest_vgate.gatesfile import Gate, GatesFile
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.process.cell import build_env, check_cell
 from pytest_vgate.process.origin import import_warnings
-from pytest_vgate.spec import Gate, GatesFile
-from pytest_vgate.spec.kinds import kind_of
 
 PYTHONS = ("python", "python3")
 

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import MARKER
+from pytest_vgate.gatesfile import GatesFile, GatesFileError
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.payload import TestPayload
 from pytest_vgate.plugin import VERIFIER_MODULE, gcfreeze, guard, wire
 from pytest_vgate.plugin import collection as _collection
@@ -33,8 +35,6 @@ from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, WorkerInput
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
 from pytest_vgate.process.tools import ToolInventory
-from pytest_vgate.spec import GatesFile, GatesFileError
-from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_vgate.exporters.report import JsonReport
+    from pytest_vgate.gatesfile import Gate
     from pytest_vgate.plugin.judging import JudgeContext
-    from pytest_vgate.report import JsonReport
-    from pytest_vgate.spec import Gate
     from pytest_vgate.verdict import Verdict
     from pytest_vgate.verifiers import Outcome
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
-from pytest_vgate.init import (
+from pytest_vgate.evidence.init import (
     CollectedTest,
     InitError,
     changed_doctests,

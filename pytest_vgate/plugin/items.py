@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_vgate.defaults import MARKER
+from pytest_vgate.gatesfile import Gate, GatesFileError, GateType
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.payload import CheckPayload
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import resources, session_state
 from pytest_vgate.process.tools import declared_tool_error
-from pytest_vgate.spec import Gate, GatesFileError, GateType
-from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
 # What runs a check is imported when the first one runs: a session that only collects
 # (``--collect-only``, or every item deselected) never loads the runner, the evidence
 # rules, the verifiers or the citation checker.
 if TYPE_CHECKING:
-    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.context import RunContext
     from pytest_vgate.verifiers import VerifierTarget
 
 
 def session_context(item: pytest.Item, root: Path) -> RunContext:
     """What every check of ``item`` runs with: the session's settings and its state."""
-    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.context import RunContext
 
     res = resources(item.config)
     state = session_state(item.config)
@@ -128,10 +128,10 @@ class GateItem(VgateItem):
         self.gate = gate
 
     def evaluate(self) -> CheckPayload:
-        from pytest_vgate.gate_result import decide, evaluate_gate
+        from pytest_vgate.exporters.report import check_targets
+        from pytest_vgate.gate.result import decide, evaluate_gate
         from pytest_vgate.plugin.extending import adjust, judge_for
         from pytest_vgate.plugin.remote import remote_problem
-        from pytest_vgate.report import check_targets
 
         res = resources(self.config)
         problem = remote_problem(res, self.gate.root)
@@ -148,7 +148,7 @@ class GateItem(VgateItem):
         base_tree = res.base_tree_for(self.gate)
         given = None
         if res.settings.batch == "auto":
-            from pytest_vgate.gate_result import run_sides
+            from pytest_vgate.gate.result import run_sides
             from pytest_vgate.plugin.batching import batched
 
             sides = run_sides(
@@ -193,9 +193,9 @@ class VerifierItem(VgateItem):
         self.line = line
 
     def evaluate(self) -> CheckPayload:
-        from pytest_vgate.gate_result import decide
+        from pytest_vgate.gate.result import decide
+        from pytest_vgate.gate.runner import run_verifier
         from pytest_vgate.plugin.extending import adjust
-        from pytest_vgate.runner import run_verifier
 
         ctx = session_context(self, self.config.rootpath)
         gate = Gate(

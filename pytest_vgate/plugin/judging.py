@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_vgate.context import RunContext, gate_timeout
 from pytest_vgate.evidence.record import Where
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.payload import CheckPayload, JsonObject
-from pytest_vgate.run_context import RunContext, gate_timeout
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 from pytest_vgate.verifiers import Outcome
 

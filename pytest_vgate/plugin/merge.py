@@ -22,17 +22,7 @@ from types import SimpleNamespace
 from typing import NoReturn, TextIO
 
 from pytest_vgate.errors import VgateError
-from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
-from pytest_vgate.paths import relative
-from pytest_vgate.payload import (
-    MissingPayload,
-    Payload,
-    PayloadError,
-    PayloadKind,
-    document_order,
-    payload_of_entry,
-)
-from pytest_vgate.report import (
+from pytest_vgate.exporters.report import (
     COMPLETE,
     REPORT_VERSION,
     ReportFileError,
@@ -43,7 +33,17 @@ from pytest_vgate.report import (
     summarize,
     write_json_report,
 )
-from pytest_vgate.spec import GatesFileError, load_gates_file
+from pytest_vgate.gatesfile import GatesFileError, load_gates_file
+from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
+from pytest_vgate.paths import relative
+from pytest_vgate.payload import (
+    MissingPayload,
+    Payload,
+    PayloadError,
+    PayloadKind,
+    document_order,
+    payload_of_entry,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4  # 4: as pytest's usage error
 ENTRY_KINDS = (

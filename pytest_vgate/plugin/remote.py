@@ -30,10 +30,10 @@ from typing import Any
 from pytest_vgate.baseline import BaselineError, BaseTrees, toplevel
 from pytest_vgate.evidence import Ledger, Record, tree_state
 from pytest_vgate.evidence.proof import Evidence
+from pytest_vgate.gatesfile import GatesFile
 from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.process.tools import ToolInventory
-from pytest_vgate.spec import GatesFile
 
 PROBLEMS = "remote:problems"  # Resources.cache key: {gates root: [what differs]}
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pytest
 
+from pytest_vgate.gatesfile import Gate, GatesFile, GatesFileError, load_gates_file
 from pytest_vgate.plugin.settings import Settings
-from pytest_vgate.spec import Gate, GatesFile, GatesFileError, load_gates_file
 
 if TYPE_CHECKING:  # imported where first used: a session that only collects needs none
     from pytest_vgate.baseline import BaseTrees, BaseWorktree
     from pytest_vgate.evidence import TreeState
     from pytest_vgate.evidence.proof import Evidence
+    from pytest_vgate.gate.session import SessionState
     from pytest_vgate.process.tools import ToolInventory
-    from pytest_vgate.session_state import SessionState
 
 
 class WorkerInput(TypedDict, total=False):
@@ -143,7 +143,7 @@ def resources(config: pytest.Config) -> Resources:
 def session_state(config: pytest.Config) -> SessionState:
     state = config.stash.get(STATE, None)
     if state is None:
-        from pytest_vgate.session_state import SessionState
+        from pytest_vgate.gate.session import SessionState
 
         state = SessionState.open(resources(config).settings.isolation)
         config.stash[STATE] = state

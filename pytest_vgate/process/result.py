@@ -13,8 +13,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, StrEnum
 
 DEFAULT_CAPTURE_LIMIT = 1 << 20  # bytes kept per stream (head + tail)
 KILL_GRACE = 1.0  # seconds between SIGTERM and SIGKILL

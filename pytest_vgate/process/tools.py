@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_vgate.errors import VgateError
-from pytest_vgate.jsonable import Jsonable
+from pytest_vgate.jsonable import Jsonable, StrEnum
 from pytest_vgate.process.cell import check_cell
-from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Mode, ToolRecord
 
 TOOLCHAIN_DIRNAME = ".toolchain"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 from pytest_vgate.errors import VgateError
-from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, StrEnum
 
 SPEC_ATTRIBUTE = "__vgate_verifier__"
 

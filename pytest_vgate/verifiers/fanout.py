@@ -24,8 +24,8 @@ from pytest_vgate.verifiers.result import VerifierResult
 from pytest_vgate.verifiers.target import VerifierTarget
 
 if TYPE_CHECKING:
-    from pytest_vgate.run_context import RunContext
-    from pytest_vgate.spec import Gate
+    from pytest_vgate.context import RunContext
+    from pytest_vgate.gatesfile import Gate
 
 
 def join_results(results: Sequence[VerifierResult], duration: float = 0.0) -> Verdict:
@@ -138,9 +138,9 @@ def run_verifier_refs(gate: Gate, ctx: RunContext) -> Verdict:
     )
     if ctx.measure is None:
         return run_verifiers(targets, call)
-    from pytest_vgate.evidence.measure import MEASURED_KEY
-    from pytest_vgate.evidence.measure import start as start_measuring
     from pytest_vgate.process.cell import check_cell
+    from pytest_vgate.process.measure import MEASURED_KEY
+    from pytest_vgate.process.measure import start as start_measuring
 
     # Measured as a command's run is: every process of the run (each verifier's, its
     # tools') records into one folder, read once all have ended.

@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_vgate.gatesfile import EnvSpec
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT, bytecode
 from pytest_vgate.process.cell import CellPool, build_env, cell_is_clean, check_cell, remove_tree
 from pytest_vgate.process.contain import weakest
 from pytest_vgate.process.tools import ToolInventory, toolchain_bin
-from pytest_vgate.spec import EnvSpec
 from pytest_vgate.verdict import Mode
 from pytest_vgate.verifiers import spawner
 from pytest_vgate.verifiers.api import Isolation
@@ -40,9 +40,9 @@ from pytest_vgate.verifiers.target import VerifierTarget
 from pytest_vgate.verifiers.toolhost import Toolbox, ToolHost
 
 if TYPE_CHECKING:
-    from pytest_vgate.evidence.measure import Probe
+    from pytest_vgate.context import RunContext
     from pytest_vgate.process.contain import Pool
-    from pytest_vgate.run_context import RunContext
+    from pytest_vgate.process.measure import Probe
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypedDict
 
-from pytest_vgate.jsonable import Jsonable, JsonShapeError
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, JsonShapeError, StrEnum
 from pytest_vgate.verdict import Cause, Mode
 from pytest_vgate.verifiers.target import VerifierTarget
 

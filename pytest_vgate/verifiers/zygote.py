@@ -237,7 +237,7 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
     faulthandler.enable(file=sys.stderr, all_threads=True)
     measure = message.get("measure")
     if measure:  # a measured call: what the import executes is part of its run
-        from pytest_vgate.evidence import bootstrap
+        from pytest_vgate.process import bootstrap
 
         bootstrap.start(str(measure[0]), str(measure[1]))
     ready = _import(message)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from pytest_vgate.context import RunContext, gate_timeout
 from pytest_vgate.evidence.change import Change
 from pytest_vgate.evidence.defined import check_modules
 from pytest_vgate.evidence.discriminate import (
@@ -21,7 +22,6 @@ from pytest_vgate.evidence.discriminate import (
     private_copy,
     report_lines,
 )
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.evidence.proof import Evidence, Series, missing_on_base, prove
 from pytest_vgate.evidence.reach import (
     CoverageResult,
@@ -32,6 +32,9 @@ from pytest_vgate.evidence.reach import (
     red_reach,
 )
 from pytest_vgate.evidence.why import explain
+from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gatesfile import Gate
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.jsonable import JsonDict, json_objects
 from pytest_vgate.payload import (
     CheckPayload,
@@ -40,10 +43,7 @@ from pytest_vgate.payload import (
     VerifierPayload,
     json_object,
 )
-from pytest_vgate.run_context import RunContext, gate_timeout
-from pytest_vgate.runner import run_check
-from pytest_vgate.spec import Gate
-from pytest_vgate.spec.kinds import kind_of
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.verdict import ISOLATION_KEY, Cause, Mode, Rbg, Verdict
 
 if TYPE_CHECKING:

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vgate.process.regular import read_regular
-from pytest_vgate.spec import values
-from pytest_vgate.spec.kinds import GateKind, kind_of
-from pytest_vgate.spec.model import (
+from pytest_vgate.gatesfile import values
+from pytest_vgate.gatesfile.kinds import GateKind, kind_of
+from pytest_vgate.gatesfile.model import (
     ALIASES,
     DEFAULT_KEYS,
     GATE_KEYS,
@@ -26,7 +25,8 @@ from pytest_vgate.spec.model import (
     GateType,
     RedPolicy,
 )
-from pytest_vgate.spec.yamlnodes import YamlError, gc_paused, load_yaml
+from pytest_vgate.gatesfile.yamlnodes import YamlError, gc_paused, load_yaml
+from pytest_vgate.process.regular import read_regular
 
 _SAME_VALUE = {**ALIASES, "verifier": "verifiers"}  # keys that may not be given together
 # Built once, not per gate: the keys a gate may have and the hint for top-level keys in one.

@@ -22,11 +22,11 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.gatesfile import GatesFileError, load_gates_file
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.paths import relative
 from pytest_vgate.process import run_git
 from pytest_vgate.process.regular import read_regular
-from pytest_vgate.spec import GatesFileError, load_gates_file
 
 _GIT = ("-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -8,8 +8,8 @@ single source of truth; ``gates.schema.json`` is tested against it), ``load`` th
 
 from __future__ import annotations
 
-from pytest_vgate.spec.load import gate_from_mapping, load_gates_file
-from pytest_vgate.spec.model import (
+from pytest_vgate.gatesfile.load import gate_from_mapping, load_gates_file
+from pytest_vgate.gatesfile.model import (
     ALIASES,
     DEFAULT_KEYS,
     ENV_KEYS,

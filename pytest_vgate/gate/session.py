@@ -39,8 +39,8 @@ class SessionState:
         if self.closed:
             return
         self.closed = True
+        from pytest_vgate.gate.runner import forget_folders
         from pytest_vgate.process import contain
-        from pytest_vgate.runner import forget_folders
 
         self.cells.close()
         self.zygotes.shutdown()

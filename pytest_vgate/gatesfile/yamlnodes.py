@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from pytest_vgate.spec.located import LocatedList, LocatedMap
+from pytest_vgate.gatesfile.located import LocatedList, LocatedMap
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"

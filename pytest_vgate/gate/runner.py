@@ -16,17 +16,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_vgate.boundary import fail_closed
 from pytest_vgate.causes import command_cause
+from pytest_vgate.context import RunContext, gate_timeout
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured
-from pytest_vgate.evidence.measure import start as start_measuring
+from pytest_vgate.gate.boundary import fail_closed
+from pytest_vgate.gatesfile import Gate, GatesFileError, gate_from_mapping, values
+from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.process import ProcessResult, SpawnTarget, bytecode, run_process
 from pytest_vgate.process.cell import build_env, check_cell
+from pytest_vgate.process.measure import MEASURED_KEY, Measured
+from pytest_vgate.process.measure import start as start_measuring
 from pytest_vgate.process.tools import ToolInventory, pinned_tools, toolchain_bin
-from pytest_vgate.run_context import RunContext, gate_timeout
-from pytest_vgate.spec import Gate, GatesFileError, gate_from_mapping, values
-from pytest_vgate.spec.kinds import kind_of
 from pytest_vgate.verdict import ISOLATION_KEY, Cause, Mode, ToolRecord, Verdict
 
 if TYPE_CHECKING:

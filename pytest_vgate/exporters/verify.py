@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from pytest_vgate.jsonable import as_array, as_object
-from pytest_vgate.report import (
+from pytest_vgate.exporters.report import (
     COMPLETE,
     REPORT_VERSION,
     ReportFileError,
@@ -26,6 +25,7 @@ from pytest_vgate.report import (
     read_report_file,
     report_digest,
 )
+from pytest_vgate.jsonable import as_array, as_object
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.evidence import batch_reporter
-from pytest_vgate.evidence.measure import MEASURED_KEY, Measured
+from pytest_vgate.context import RunContext, gate_timeout
+from pytest_vgate.gate import batch_reporter
+from pytest_vgate.gate.runner import run_check, verdict_from_process
+from pytest_vgate.gatesfile import Gate, GateType
+from pytest_vgate.gatesfile.model import EnvSpec
 from pytest_vgate.process import ProcessResult
-from pytest_vgate.run_context import RunContext, gate_timeout
-from pytest_vgate.runner import run_check, verdict_from_process
-from pytest_vgate.spec import Gate, GateType
-from pytest_vgate.spec.model import EnvSpec
+from pytest_vgate.process.measure import MEASURED_KEY, Measured
 from pytest_vgate.verdict import Mode, Verdict
 
 # Options that change neither which nodes run nor how each answers (output, warnings,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from pytest_vgate.spec.model import GateType
+from pytest_vgate.gatesfile.model import GateType
 
 _NO_KEYS: Mapping[str, str] = MappingProxyType({})
 
@@ -46,13 +46,13 @@ KINDS: Mapping[GateType, GateKind] = MappingProxyType(
     {
         GateType.COMMAND: GateKind(
             GateType.COMMAND,
-            run="pytest_vgate.runner:run_command",
+            run="pytest_vgate.gate.runner:run_command",
             runs_argv=True,
             refused=_NO_VERIFIERS,
         ),
         GateType.CODE: GateKind(
             GateType.CODE,
-            run="pytest_vgate.runner:run_command",
+            run="pytest_vgate.gate.runner:run_command",
             runs_argv=True,
             refused=_NO_VERIFIERS,
         ),
@@ -79,13 +79,13 @@ KINDS: Mapping[GateType, GateKind] = MappingProxyType(
         ),
         GateType.SEMANTIC: GateKind(
             GateType.SEMANTIC,
-            run="pytest_vgate.runner:run_judgment",
+            run="pytest_vgate.gate.runner:run_judgment",
             judgment=True,
             refused=_NO_VERIFIERS,
         ),
         GateType.SELF_REVIEW: GateKind(
             GateType.SELF_REVIEW,
-            run="pytest_vgate.runner:run_judgment",
+            run="pytest_vgate.gate.runner:run_judgment",
             judgment=True,
             refused=_NO_VERIFIERS,
         ),

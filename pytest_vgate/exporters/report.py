@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
 
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import JsonDict, JsonValue, as_array, as_object
 from pytest_vgate.payload import (
     CitationDocumentPayload,
@@ -25,7 +26,6 @@ from pytest_vgate.payload import (
     Payload,
     document_order,
 )
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
 REPORT_VERSION = 2

@@ -9,9 +9,9 @@ import pytest
 from pytest_vgate.citations.parse import CitationForm
 from pytest_vgate.citations.source import FileState
 from pytest_vgate.evidence.reach import CoverageStatus
+from pytest_vgate.gatesfile import GateType, RedPolicy
+from pytest_vgate.jsonable import StrEnum
 from pytest_vgate.process.tools import ToolSource, ToolStatus
-from pytest_vgate.spec import GateType, RedPolicy
-from pytest_vgate.strenum import StrEnum
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
 from pytest_vgate.verifiers import Isolation
 
@@ -46,4 +46,4 @@ def test_no_string_enumeration_bypasses_the_base() -> None:
 
     package = Path(__file__).resolve().parents[1] / "pytest_vgate"
     found = [p.name for p in package.rglob("*.py") if "(str, enum.Enum)" in p.read_text()]
-    assert found == ["strenum.py"]
+    assert found == ["jsonable.py"]

@@ -12,8 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pytest_vgate.errors import VgateError
-from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.strenum import StrEnum
+from pytest_vgate.jsonable import Jsonable, StrEnum
 
 
 class GateType(StrEnum):

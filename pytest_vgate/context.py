@@ -10,19 +10,18 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.defaults import DEFAULT_TIMEOUT
-from pytest_vgate.evidence.measure import MeasureSpec
+from pytest_vgate.gatesfile import Gate
 from pytest_vgate.process import DEFAULT_CAPTURE_LIMIT
 from pytest_vgate.process.cell import CellPool
+from pytest_vgate.process.measure import MeasureSpec
 from pytest_vgate.process.tools import ToolInventory
-from pytest_vgate.spec import Gate
 from pytest_vgate.verdict import Verdict
 
 if TYPE_CHECKING:
     from pytest_vgate.process.contain import Pool
-    from pytest_vgate.verifiers.spawner import ZygoteHost
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,9 @@ class RunContext:
     fresh: bool = False
     # The session's cell pool (SessionState.cells); None: a fresh cell per check.
     cells: CellPool | None = None
-    # The session's verifier zygotes (SessionState.zygotes); None: the process's default.
-    zygotes: ZygoteHost | None = None
+    # The session's verifier zygotes (SessionState.zygotes, a ``verifiers.spawner.ZygoteHost``;
+    # typed loosely because a run's context sits below the verifiers); None: the default.
+    zygotes: Any = None
     # The session's shepherds (SessionState.shepherds); None: the process's default pool.
     shepherds: Pool | None = None
 

@@ -2,7 +2,7 @@
 
 Core, no pytest. The runner asks ``start`` for a probe before it spawns a check and
 ``Probe.collect`` after the check ended. The probe puts a private folder first on the
-check's ``PYTHONPATH`` whose ``sitecustomize`` is ``pytest_vgate/evidence/bootstrap.py``:
+check's ``PYTHONPATH`` whose ``sitecustomize`` is ``pytest_vgate/process/bootstrap.py``:
 it measures every Python process of the check through the interpreter's own hooks (a
 ``sys.monitoring`` tool of its own on Python 3.12+, ``sys.settrace`` before), without
 loading a module, adding a name or changing a code object the check could see. The
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_vgate.evidence import bootstrap
-from pytest_vgate.evidence.stack import Thread, parse_dump
+from pytest_vgate.process import bootstrap
+from pytest_vgate.process.stack import Thread, parse_dump
 
 DIR_ENV = bootstrap.DIR_ENV
 MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
@@ -309,11 +309,25 @@ def _read_process(
     return ""
 
 
+def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
+    """Coverage's statements of a Python source and its line -> first-line map; None when
+    the text does not parse (the caller then counts raw lines, failing closed)."""
+    from coverage.parser import PythonParser
+
+    try:
+        parser = PythonParser(text=text)
+        parser.parse_source()
+    # coverage raises NotPython, and tokenize/ast errors surface as others.
+    except Exception:  # noqa: BLE001
+        return None
+    count = text.count("\n") + 1
+    first = {n: parser.first_line(n) for n in range(1, count + 1)}
+    return frozenset(parser.statements), first
+
+
 def _statements(path: str, lines: set[int]) -> frozenset[int]:
     """Executed lines as coverage.py counts them: a line inside a multi-line statement
-    is the statement's first line (what the change's lines are, evidence/change.py)."""
-    from pytest_vgate.evidence.change import executable_lines
-
+    is the statement's first line (``executable_lines``, also what the change's lines are)."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as fh:
             parsed = executable_lines(fh.read())
