@@ -75,9 +75,9 @@ def _replace_once(path: Path, old: str, new: str) -> None:
 def add_echo_type(package: Path) -> list[str]:
     """The steps of "A gate type", applied to a copy; returns the files it touched."""
     touched = {
-        "model": package / "spec" / "model.py",
+        "model": package / "gatesfile" / "model.py",
         "schema": package / "gates.schema.json",
-        "kinds": package / "spec" / "kinds.py",
+        "kinds": package / "gatesfile" / "kinds.py",
         "run": package / "echo.py",
     }
     _replace_once(

@@ -21,7 +21,7 @@ from pytest_vgate.baseline import (
     BaseWorktree,
     cleanup_stale_worktrees,
 )
-from pytest_vgate.evidence import is_genuine_red
+from pytest_vgate.gate.decide import is_genuine_red
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.process import ProcessResult, run_process
 from pytest_vgate.verdict import Mode, Verdict

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_vgate.context import RunContext
-from pytest_vgate.evidence.record import judge_red
+from pytest_vgate.gate.decide import genuine_red
 from pytest_vgate.gate.runner import run_check, run_function
 from pytest_vgate.gatesfile import Gate, GatesFile, GatesFileError, GateType, gate_from_mapping
 from pytest_vgate.gatesfile.kinds import KINDS, kind_of
@@ -108,7 +108,7 @@ def test_judgment_kinds_are_never_executed(gate_type: GateType, tmp_path: Path) 
 @pytest.mark.parametrize("gate_type", ALL, ids=str)
 def test_red_exit_applies_as_the_row_says(gate_type: GateType, tmp_path: Path) -> None:
     gate = Gate(id="g", type=gate_type, red_exit=(1,), root=tmp_path)
-    genuine, _why = judge_red(Mode.FAIL, None, gate)
+    genuine, _why = genuine_red(Mode.FAIL, None, gate)
     assert genuine is not kind_of(gate_type).red_exit
 
 

@@ -8,19 +8,18 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
 import pytest
 
 from pytest_vgate.context import RunContext
-from pytest_vgate.evidence import RbgResult, Record
+from pytest_vgate.evidence import TreeState, make_record
 from pytest_vgate.evidence.change import Change
-from pytest_vgate.evidence.proof import Series, _fixed_hang
-from pytest_vgate.evidence.reach import CoverageResult, CoverageStatus, RunReach, red_reach
+from pytest_vgate.evidence.reach import RunReach, in_change, innermost, red_reach
+from pytest_vgate.gate.decide import Facts, RbgResult, decide, is_genuine_red
 from pytest_vgate.gate.runner import run_check
-from pytest_vgate.gatesfile import gate_from_mapping
+from pytest_vgate.gatesfile import Gate, gate_from_mapping
 from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
-from pytest_vgate.process.stack import Frame, in_change, innermost, parse_dump
+from pytest_vgate.process.stack import Frame, parse_dump
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 
 PY = shlex.quote(sys.executable)
@@ -175,17 +174,21 @@ def test_pytest_faulthandler_timeout_keeps_working_and_the_sample_is_missing(
 
 
 def hang_verdict(reach: RunReach, change: Change) -> RbgResult:
-    weak = RbgResult(
-        Rbg.WEAK_RED,
-        ok=False,
-        reason="red on the base for the wrong reason: the check timed out",
-        mode=Mode.FAIL,
-        cause=Cause.ENVIRONMENT,
-    )
+    """The status ``decide`` gives a gate that passes now and hung on the base."""
+    gate = Gate(id="g", check="python -m pytest -q", argv=("python", "-m", "pytest", "-q"))
     timeout = Verdict.failed(Mode.TIMEOUT, "no answer within 3s")
-    series = Series((Verdict(Mode.PASS),), (timeout,))
-    coverage = CoverageResult(CoverageStatus.COVERS, change, reach, None)
-    return _fixed_hang(weak, series, cast(Record, object()), coverage)
+    tree = TreeState(commit="c" * 40, dirty="", label="ccccccc")
+    runs = ((Verdict(Mode.PASS), "current"), (timeout, "base"))
+    green, red = (
+        make_record(gate, v, tree=tree, inputs_digest="", where=w, judged=is_genuine_red(v, gate))
+        for v, w in runs
+    )
+    green_reach = RunReach(True, True, change.head_changed)
+    given = Facts(gate, (Verdict(Mode.PASS),), (timeout,), (green,), (red,), history=(),
+                  change=change, red_reach=reach, green_reach=green_reach)  # fmt: skip
+    rbg = decide(given).rbg
+    assert rbg is not None
+    return rbg
 
 
 def test_the_rule_proven_in_the_change_a_non_result_elsewhere_said_without_a_sample(

@@ -1,21 +1,14 @@
-"""Planting mutants of the change (``evidence/mutate``), judging them
-(``evidence/discriminate``) and the names a change defines (``evidence/defined``): on
-real source text, parsed and compiled."""
+"""Planting mutants of the change (``evidence/mutate``), where a mutant's failure was raised
+(``evidence/discriminate``), the names a change defines (``evidence/defined``) and what a
+run's output says: on real source text, parsed and compiled. The verdict on the mutants
+is ``gate/decide.py``'s (``tests/test_decide.py``)."""
 
 from __future__ import annotations
 
-import ast
-
-from pytest_vgate.evidence.classify import skipped_only
 from pytest_vgate.evidence.defined import added_modules, added_names, is_check_file, missing_defined
-from pytest_vgate.evidence.discriminate import (
-    Discrimination,
-    MutantResult,
-    Outcome,
-    judge,
-    raised_in,
-)
+from pytest_vgate.evidence.discriminate import raised_in
 from pytest_vgate.evidence.mutate import FileChange, definition_lines, plant, seed_of
+from pytest_vgate.evidence.record import skipped_only
 
 SHOP = '''\
 def total(prices):
@@ -153,30 +146,6 @@ def test_a_raise_inside_the_mutated_code_is_not_a_kill() -> None:
     both = "pkg/shop.py:9: ZeroDivisionError\ntests/test_shop.py:5: AssertionError\n"
     assert not raised_in(both, "pkg/shop.py", (9, 9))
     assert not raised_in("1 failed in 0.01s\n", "pkg/shop.py", (9, 9))
-
-
-def result(kind: str, mode: Outcome, function: str = "f") -> MutantResult:
-    killed = mode in (Outcome.KILLED, Outcome.TIMEOUT)
-    return MutantResult("a.py", 1, kind, "op", "x", "y", function, killed, mode)
-
-
-def test_the_verdict_on_the_mutants() -> None:
-    survived = judge([result("extreme", Outcome.SURVIVED), result("value", Outcome.SURVIVED)])
-    assert survived.status is Discrimination.UNDISCRIMINATING and survived.fails
-    assert survived.score == "0/2" and survived.pseudo_tested == ("f",)
-    assert survived.reason == "the check passes when `f` does nothing"
-    mixed = judge([result("extreme", Outcome.SURVIVED), result("extreme", Outcome.KILLED, "g")])
-    assert mixed.status is Discrimination.DISCRIMINATING and not mixed.fails
-    assert mixed.pseudo_tested == ("f",)  # named even when others are killed
-    hung = judge([result("extreme", Outcome.TIMEOUT)])
-    assert hung.status is Discrimination.DISCRIMINATING and hung.score == "1/1"
-    # A surviving value mutant alone never fails a gate: it may be equivalent.
-    values = judge([result("value", Outcome.SURVIVED)])
-    assert values.status is Discrimination.UNMEASURED and not values.fails
-    # Raised in the change, or unknown: neither a kill nor a survivor.
-    raised = judge([result("value", Outcome.RAISED_IN_CHANGE), result("extreme", Outcome.UNKNOWN)])
-    assert raised.status is Discrimination.UNMEASURED and raised.score == "0/0"
-    assert ast.literal_eval(repr(raised.to_dict()))["planted"] == 0
 
 
 def test_a_run_that_only_skipped() -> None:

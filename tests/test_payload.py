@@ -20,7 +20,7 @@ import pytest
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.citations.result import CitationResult
 from pytest_vgate.exporters.report import GATE_FIELDS, build_report
-from pytest_vgate.gate.result import decide
+from pytest_vgate.gate.result import result_of
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.payload import (
     CITATION_KINDS,
@@ -72,7 +72,7 @@ def _gate_payload(verifier: bool = False) -> Payload:
         checks=(CheckVerdict("c", Mode.FAIL, "no"),),
         tools=(ToolRecord("true", "/bin/true", "ab" * 32),),
     )
-    return decide(gate, verdict).to_payload(
+    return result_of(gate, verdict).to_payload(
         nodeid="g.yaml::g", targets=({"path": "/repo/t.py", "line": 2},), verifier=verifier
     )
 

@@ -1,13 +1,13 @@
-"""Red-before-green evidence: identities, records, the ledger and the status rules.
+"""Red-before-green evidence: identities, records, the ledger, the change and what runs
+executed of it, the mutants: the facts ``gate/decide.py`` decides on.
 
-The core of ``--vgate-base`` and the ledger route; no pytest here. The pytest layer
-builds a ``Record`` per run (``make_record``), appends them from the controller
-(``Ledger.append``) and asks ``classify`` for each gate's ``vgate_rbg``.
+The core of ``--vgate-base`` and the ledger route; no pytest here. ``gate/result.py``
+builds a ``Record`` per run (``make_record``); the controller appends them
+(``Ledger.append``).
 """
 
 from __future__ import annotations
 
-from pytest_vgate.evidence.classify import RbgResult, classify
 from pytest_vgate.evidence.identity import (
     NO_GIT,
     NOT_A_GIT_TREE,
@@ -26,7 +26,6 @@ from pytest_vgate.evidence.ledger import (
 from pytest_vgate.evidence.record import (
     OUTPUT_TAIL,
     Record,
-    is_genuine_red,
     make_record,
     utc_now,
 )
@@ -39,14 +38,11 @@ __all__ = [
     "OUTPUT_TAIL",
     "Ledger",
     "LedgerWarning",
-    "RbgResult",
     "Record",
     "TreeState",
     "claim_hash",
-    "classify",
     "fingerprint",
     "inputs_digest",
-    "is_genuine_red",
     "make_record",
     "tree_state",
     "utc_now",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_vgate.evidence.change import Change, Lines
 from pytest_vgate.evidence.defined import check_modules, is_check_file
 from pytest_vgate.evidence.identity import GIT_SAFE
-from pytest_vgate.evidence.mutate import EXTREME, FileChange, Mutant, plant, seed_of
+from pytest_vgate.evidence.mutate import FileChange, Mutant, plant, seed_of
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import Jsonable, StrEnum
 from pytest_vgate.process import run_git
@@ -135,11 +135,12 @@ def discriminate(
     run: RunCheck,
     make_copy: Callable[[], BaseWorktree],
     context_in: Callable[[BaseWorktree], RunContext],
-) -> DiscriminationResult:
+) -> tuple[MutantResult, ...] | DiscriminationResult:
     """Plant up to ``limit`` mutants of the changed code the green run ``executed`` and run
     ``gate``'s check on each in a private copy (``make_copy``; ``context_in`` gives the
-    run context there). Never raises for a reason of the tree or the check: what cannot be
-    measured is ``unmeasured``, with the reason."""
+    run context there): their results, for ``gate/decide.py`` to judge. Never raises for a
+    reason of the tree or the check: when no mutant can be tried, a result that says why
+    (``none``, or ``unmeasured`` for what cannot be measured)."""
     files = executed_files(change, executed, check_modules(gate))
     if not files:
         return DiscriminationResult(
@@ -166,10 +167,9 @@ def discriminate(
         problem = _control(gate, base, change, tree, run)
         if problem:
             return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)
-        results = [_try(gate, base, tree, m, run) for m in mutants]
+        return tuple(_try(gate, base, tree, m, run) for m in mutants)
     finally:
         tree.remove()
-    return judge(results)
 
 
 def _control(gate: Gate, ctx: RunContext, change: Change, tree: BaseWorktree, run: RunCheck) -> str:
@@ -276,54 +276,6 @@ def _same_file(printed: str, rel: str) -> bool:
     a = os.path.normpath(printed).replace(os.sep, "/")
     b = os.path.normpath(rel).replace(os.sep, "/")
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
-
-
-def judge(results: Sequence[MutantResult]) -> DiscriminationResult:
-    """The verdict on a gate's mutants. ``planted``: those that gave an answer (killed or
-    survived); the rest are listed. A gate is undiscriminating when an extreme mutant
-    survived and none was killed: a surviving value mutant alone may be equivalent."""
-    answered = [r for r in results if r.killed or r.mode is Outcome.SURVIVED]
-    killed = sum(r.killed for r in answered)
-    pseudo = _pseudo_tested(results)
-    extreme_survived = any(r.kind == EXTREME and r.mode is Outcome.SURVIVED for r in results)
-    if not answered:
-        why = ", ".join(sorted({r.mode.value for r in results}))
-        status, reason = Discrimination.UNMEASURED, f"no mutant gave an answer ({why})"
-    elif killed:
-        status, reason = Discrimination.DISCRIMINATING, ""
-    elif extreme_survived:
-        names = ", ".join(f"`{name}`" for name in pseudo) or "the changed code"
-        status, reason = (
-            Discrimination.UNDISCRIMINATING,
-            f"the check passes when {names} does nothing",
-        )
-    else:
-        status, reason = (
-            Discrimination.UNMEASURED,
-            "the check passed on every value mutant, and no extreme mutant could be planted; "
-            "a value mutant may be equivalent, so this is not judged (see the survivors)",
-        )
-    return DiscriminationResult(
-        status,
-        killed=killed,
-        planted=len(answered),
-        pseudo_tested=pseudo,
-        mutants=tuple(results),
-        reason=reason,
-    )
-
-
-def _pseudo_tested(results: Sequence[MutantResult]) -> tuple[str, ...]:
-    """Changed functions whose every extreme mutant survived: executed, not tested."""
-    by_function: dict[str, list[MutantResult]] = {}
-    for r in results:
-        if r.kind == EXTREME:
-            by_function.setdefault(r.function, []).append(r)
-    return tuple(
-        name
-        for name, rs in by_function.items()
-        if rs and all(r.mode is Outcome.SURVIVED for r in rs)
-    )
 
 
 def report_lines(result: DiscriminationResult) -> list[str]:

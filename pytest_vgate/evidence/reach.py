@@ -161,29 +161,6 @@ class CoverageResult:
         }
 
 
-def judge(change: Change, red: RunReach | None, green: RunReach | None) -> CoverageResult:
-    """The coverage status of a gate from its red (base) and green (current) runs."""
-    if change.error:
-        return CoverageResult(CoverageStatus.UNMEASURED, change, red, green, change.error)
-    if change.empty:
-        why = "the change has no executable lines (comments, docstrings or non-Python files)"
-        return CoverageResult(CoverageStatus.NO_CHANGE, change, red, green, why)
-    runs = [r for r in (red, green) if r is not None]
-    unmeasured = [r for r in runs if not r.measured]
-    if not runs or unmeasured:
-        why = unmeasured[0].reason if unmeasured else "no run was measured"
-        return CoverageResult(CoverageStatus.UNMEASURED, change, red, green, why)
-    green_needed = green is not None and bool(change.head_changed)
-    hits = [r.reached for r in runs if r is not green or green_needed]
-    if hits and all(hits):
-        status = CoverageStatus.COVERS
-    elif any(r.reached for r in runs):
-        status = CoverageStatus.PARTIAL
-    else:
-        status = CoverageStatus.MISSES
-    return CoverageResult(status, change, red, green)
-
-
 def describe_lines(executed: Lines, changed: Lines, limit: int = SHOWN_LINES) -> str:
     """ "executed a.py:2, b.py:7; missed a.py:9 and 3 more" for a failure report."""
     hit = [f"{p}:{n}" for p, ls in sorted(executed.items()) for n in sorted(ls)]

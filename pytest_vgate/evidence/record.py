@@ -1,23 +1,17 @@
-"""One ledger record per gate run, and the genuine-red heuristic that judges a red run."""
+"""One ledger record per gate run, and what a run's output says (``output_of``,
+``skipped_only``) as the verdict's rules read it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
-from pytest_vgate.causes import (
-    PYTEST_NOT_RED,
-    SHELL_NOT_RED,
-    UNITTEST_NOT_LOADED,
-    UNITTEST_NOT_RED,
-    runs_pytest,
-)
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.identity import TreeState, claim_hash, fingerprint
 from pytest_vgate.gatesfile import Gate
-from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.jsonable import Jsonable, StrEnum, rounded
 from pytest_vgate.verdict import Cause, Mode, Verdict
 
@@ -33,19 +27,6 @@ class Where(StrEnum):
 
 
 WHERE = tuple(w.value for w in Where)
-
-_MODE_NOT_RED = {
-    Mode.UNAVAILABLE: "the tool was not found, so the check never ran",
-    Mode.TIMEOUT: "the check timed out: a non-result, not an answer",
-    Mode.CRASH: "the check died without a result (crash or spawn failure)",
-    Mode.BLANK: "the check is blank: there was nothing to run",
-    Mode.ERROR: "the check raised an error instead of answering",
-    Mode.PANIC: "the check panicked (SystemExit or similar) instead of answering",
-    Mode.SANDBOX: "the sandbox refused the run (tool bytes moved or isolation missing)",
-    Mode.UNGROUNDED: "the verifier passed or failed without running its tools",
-    Mode.JUDGMENT: "a judgment gate is not executed",
-    Mode.PASS: "the check passed",
-}
 
 
 def utc_now() -> str:
@@ -63,46 +44,36 @@ def parse_time(text: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-def judge_red(mode: Mode, exit_code: int | None, gate: Gate, output: str = "") -> tuple[bool, str]:
-    """The genuine-red heuristic on the facts of a run (see ``is_genuine_red``); ``output``
-    is what the run printed (stdout and stderr), read only for unittest's loader errors."""
-    if mode is not Mode.FAIL:
-        return False, _MODE_NOT_RED.get(mode, f"mode {mode.value} is not an answer")
-    if exit_code is None:
-        if gate.red_exit is not None and kind_of(gate.type).red_exit:
-            return False, f"no exit code to match red_exit {list(gate.red_exit)}"
-        return True, "the check ran and answered no"
-    if exit_code < 0:
-        return False, f"killed by signal {-exit_code}"
-    if exit_code in SHELL_NOT_RED:
-        return False, SHELL_NOT_RED[exit_code]
-    if UNITTEST_NOT_LOADED.search(output):
-        return False, UNITTEST_NOT_RED
-    if gate.red_exit is not None:
-        if exit_code in gate.red_exit:
-            return True, f"exit {exit_code} is in red_exit {list(gate.red_exit)}"
-        return False, f"exit {exit_code} is not in red_exit {list(gate.red_exit)}"
-    if exit_code in PYTEST_NOT_RED and runs_pytest(gate.argv):
-        return False, PYTEST_NOT_RED[exit_code]
-    return True, f"exit {exit_code}: the check ran and answered no"
-
-
-def is_genuine_red(verdict: Verdict, gate: Gate) -> tuple[bool, str]:
-    """Was this a red for the right reason? A check that ran to exit with a failing code.
-
-    Not genuine: any mode but ``fail`` (unavailable, timeout, crash, blank, error, panic,
-    sandbox, ungrounded); exit 126/127; a signal; a run in which unittest could not load a
-    test it was named (whatever ``red_exit`` says); for pytest checks exits 2-5; with
-    ``red_exit`` given, any code outside it (``red_exit`` replaces the pytest rule).
-    """
-    return judge_red(
-        verdict.mode, verdict.exit_code, gate, output_of(verdict.stdout, verdict.stderr)
-    )
-
-
 def output_of(stdout: str, stderr: str) -> str:
     """What a run printed, as the genuine-red heuristic reads it."""
     return f"{stdout}\n{stderr}"
+
+
+# pytest's last line ("1 skipped in 0.01s", "2 skipped, 1 deselected in ...") and a reason
+# it printed (``-rs``: "SKIPPED [1] tests/test_x.py:3: needs the feature"); unittest's
+# "OK (skipped=1)" after "Ran 1 test".
+_PYTEST_TALLY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in [\d.]+s", re.MULTILINE)
+_PYTEST_REASON = re.compile(r"^SKIPPED \[\d+\] ([^\n]+)", re.MULTILINE)
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests?\b", re.MULTILINE)
+_UNITTEST_SKIPPED = re.compile(r"^OK \(skipped=(\d+)\)", re.MULTILINE)
+_UNITTEST_REASON = re.compile(r"\bskipped '([^'\n]*)'")
+
+
+def skipped_only(output: str) -> str | None:
+    """When a run that passed only skipped its tests: pytest's (or unittest's) reason, or
+    "" when it printed none; None when some test really ran."""
+    tallies = _PYTEST_TALLY.findall(output)
+    if tallies:
+        pairs = (part.split(" ", 1) for part in tallies[-1].split(", "))
+        counts = {word: int(n) for n, word in pairs}
+        if counts.get("skipped") and not counts.get("passed") and not counts.get("xpassed"):
+            reasons = _PYTEST_REASON.findall(output)
+            return "; ".join(r.strip() for r in reasons[:3])
+        return None
+    ran, skipped = _UNITTEST_RAN.findall(output), _UNITTEST_SKIPPED.findall(output)
+    if ran and skipped and int(ran[-1]) == int(skipped[-1]) > 0:
+        return "; ".join(_UNITTEST_REASON.findall(output)[:3])
+    return None
 
 
 def _tail(text: str, limit: int = OUTPUT_TAIL) -> str:
@@ -156,11 +127,14 @@ def make_record(
     time: str | None = None,
     content: str = "",
     extra: Mapping[str, Any] | None = None,
+    judged: tuple[bool, str] = (False, ""),
 ) -> Record:
-    """The record of one observed run: identity from the gate, facts from the verdict."""
+    """The record of one observed run: identity from the gate, facts from the verdict,
+    ``judged`` (genuine red or not, and why) from the verdict's rules
+    (``gate/decide.py::is_genuine_red``; not judged: not a genuine red)."""
     if where not in WHERE:
         raise ValueError(f"where must be one of {WHERE}, not {where!r}")
-    genuine, reason = is_genuine_red(verdict, gate)
+    genuine, reason = judged
     return Record(
         gate_id=gate.id,
         fingerprint=fingerprint(gate, verdict.tools, content),

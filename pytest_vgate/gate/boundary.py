@@ -3,13 +3,13 @@
 Every process pytest-vgate runs code in has exactly one place that catches everything and
 turns it into a failed answer with a mode (docs/modes.md, "Internal errors"):
 
-- the pytest process: ``fail_closed`` (here) -- every check, verifier and citation the
-  runner runs, and each step of the controller after the session (report, exporters,
-  ledger, summary), which become a warning carrying the mode instead;
+- the pytest process: ``gate.boundary.fail_closed`` (here) -- every check, verifier and
+  citation the runner runs, and each step of the controller after the session (report,
+  exporters, ledger, summary), which become a warning carrying the mode instead;
 - a verifier's child: ``verifiers.child.child_main`` (answers ``internal``: mode ``error``);
 - a verifier zygote: ``verifiers.zygote._import`` (the module's import is its answer);
 - the shepherd: ``process.shepherd.main`` (answers ``fatal``);
-- the measurement in a check's Python: ``evidence.bootstrap._start`` ("not measured").
+- the measurement in a check's Python: ``process.bootstrap._start`` ("not measured").
 
 Any other catch-all in the package is listed, with the reason it must catch everything
 there, in ``tests/test_boundaries.py``; a new one fails that test.

@@ -1,8 +1,6 @@
-"""From verdicts to a gate's final result: pass/fail, mode, cause, red-before-green.
-
-Pure core: takes the gate, the run context(s) and the evidence so far, runs the
-check through the fail-closed runner, and returns a JSON-able result whose
-``report`` text is what a failing item shows.
+"""One gate's runs and its result: run the check (and its base runs and mutants), gather
+what they observed, let ``gate/decide.py`` decide, and build the JSON-able result whose
+``report`` text is what a failing item shows. Core, no pytest.
 """
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_vgate.context import RunContext, gate_timeout
@@ -18,20 +17,23 @@ from pytest_vgate.evidence.defined import check_modules
 from pytest_vgate.evidence.discriminate import (
     Discrimination,
     DiscriminationResult,
+    MutantResult,
     discriminate,
     private_copy,
     report_lines,
 )
-from pytest_vgate.evidence.proof import Evidence, Series, missing_on_base, prove
+from pytest_vgate.evidence.identity import content_digest, inputs_digest
+from pytest_vgate.evidence.proof import Evidence, Series, changed_on_base, missing_on_base
 from pytest_vgate.evidence.reach import (
     CoverageResult,
     RunReach,
     describe_lines,
     green_reach,
-    judge,
     red_reach,
 )
+from pytest_vgate.evidence.record import Record, Where, make_record
 from pytest_vgate.evidence.why import explain
+from pytest_vgate.gate.decide import Facts, decide, is_genuine_red, runs_disagree
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.gatesfile.kinds import kind_of
@@ -140,16 +142,19 @@ def evaluate_gate(
     mutants: int = 0,
     batched: tuple[Verdict | None, Verdict | None] | None = None,
 ) -> GateResult:
-    """Run the gate (and its base runs, if any) and decide its result.
+    """Run the gate (and its base runs, if any), gather what they observed, and let
+    ``gate/decide.py`` decide its result.
 
     Without ``evidence`` no red-before-green status is given (library use). With
     ``repeat`` N the current and the base run N times each, interleaved, stopping at the
-    first disagreement. With ``coverage`` (and a base), every run is measured and judged
-    on what it executed of the change between ``base_tree`` and this tree; with
-    ``mutants`` N as well, a proven gate's check must kill mutants of the changed code it
-    executed (up to N of them, ``evidence/discriminate.py``). ``batched``: the first green
-    and red verdicts a batch already gave (``batch.py``; None: that side runs here).
+    first disagreement. With ``coverage`` (and a base), every run is measured on the
+    change between ``base_tree`` and this tree; with ``mutants`` N as well, a proven gate's
+    check runs on mutants of the changed code it executed (up to N of them,
+    ``evidence/discriminate.py``). ``batched``: the first green and red verdicts a batch
+    already gave (``batch.py``; None: that side runs here).
     """
+    if evidence is None:
+        return result_of(gate, take_measured(run_check(gate, ctx))[0], strict=strict)
     kind = kind_of(gate.type)
     sides = run_sides(
         gate, ctx, evidence=evidence, base_ctx=base_ctx, coverage=coverage, base_tree=base_tree
@@ -157,21 +162,19 @@ def evaluate_gate(
     green_ctx, red_ctx, change, base_ctx = sides.green, sides.red, sides.change, sides.base
     greens: list[Verdict] = []
     reds: list[Verdict] = []
-    if evidence is None:
-        return decide(gate, take_measured(run_check(gate, ctx))[0], strict=strict)
     first: Verdict | None = None
     if kind.judgment:  # without a judge there is nothing to prove
         first = run_check(gate, green_ctx)
         if first.mode is Mode.JUDGMENT:
-            return decide(gate, first, strict=strict)
+            return result_of(gate, first, strict=strict)
     if repeat > 1:  # interleaved, red first, as in the change's own history
         for i in range(repeat):
             if red_ctx is not None:
                 reds.append(run_check(gate, red_ctx))
-                if Series(tuple(greens), tuple(reds)).flaky:
+                if runs_disagree(greens, reds):
                     break  # the first disagreement settles it: the check is flaky
             greens.append(first if i == 0 and first is not None else run_check(gate, green_ctx))
-            if Series(tuple(greens), tuple(reds)).flaky:
+            if runs_disagree(greens, reds):
                 break
     else:
         # Green first: its duration bounds the base run's deadline (a hang the change
@@ -181,71 +184,121 @@ def evaluate_gate(
         greens.append(green)
         if red_ctx is not None:
             reds.append(given[1] or run_base(gate, red_ctx, green))
-    assert evidence is not None
     green_runs = [take_measured(v) for v in greens]
     red_runs = [take_measured(v) for v in reds]
     series = Series(tuple(v for v, _ in green_runs), tuple(v for v, _ in red_runs), max(1, repeat))
-    cov: CoverageResult | None = None
+    red_reaches: list[RunReach] = []
+    green_reaches: list[RunReach] = []
     run_extra: list[JsonDict] = []
     if change is not None:
         red_reaches = [red_reach(change, m, check_modules(gate)) for _, m in red_runs]
         green_reaches = [green_reach(change, m) for _, m in green_runs]
-        cov = judge(
-            change,
-            red_reaches[0] if red_reaches else None,
-            green_reaches[0] if green_reaches else None,
-        )
         for i in range(max(len(green_runs), len(red_runs))):
             for runs, reaches in ((red_runs, red_reaches), (green_runs, green_reaches)):
                 if i < len(runs):
                     run_extra.append(_run_extra(runs[i][0], reaches[i], change))
-    argv_missing = missing_on_base(gate, ctx.root, base_ctx.root) if base_ctx is not None else []
-    rbg, records = prove(
+    base_root = base_ctx.root if base_ctx is not None else None
+    green_records, red_records = _records(gate, series, evidence, base_root, run_extra)
+    facts = Facts(
         gate,
-        series,
-        evidence,
-        base_root=base_ctx.root if base_ctx is not None else None,
+        series.greens,
+        series.reds,
+        green_records,
+        red_records,
+        history=tuple(evidence.history.get(gate.id, ())),
+        repeat=max(1, repeat),
+        change=change,
+        red_reach=red_reaches[0] if red_reaches else None,
+        green_reach=green_reaches[0] if green_reaches else None,
+        argv_missing=tuple(missing_on_base(gate, ctx.root, base_root)) if base_root else (),
+        changed_on_base=_changed_on_base(gate, series, base_root),
         require_red=require_red,
-        coverage=cov,
-        argv_missing=argv_missing,
-        run_extra=run_extra,
+        strict=strict,
     )
-    verdict = series.greens[0]
-    base = series.reds[0] if series.reds else None
-    ok = verdict.ok and rbg.ok  # fail closed: evidence can fail a gate, never pass one
-    mode: Mode
-    cause: Cause | None
-    if ok:
-        mode, cause = verdict.mode, None
-    elif rbg.mode is not None and (verdict.ok or rbg.status is Rbg.FLAKY):
-        mode, cause = rbg.mode, rbg.cause
-    elif verdict.ok:  # classify refused without saying how: still a failure
-        mode, cause = Mode.FAIL, Cause.BROKEN_TEST
-    else:
-        mode, cause = verdict.mode, verdict.cause
-    disc: DiscriminationResult | None = None
-    if mutants > 0 and base_tree is not None and rbg.status is Rbg.PROVEN and ok:
-        disc = _discrimination(gate, ctx, base_tree, change, cov, mutants)
-        if disc.fails:
-            ok, mode, cause = False, Mode.FAIL, Cause.BROKEN_TEST
+    decision = decide(facts)
+    if decision.wants_mutants and mutants > 0 and base_tree is not None:
+        found = _mutants(gate, ctx, base_tree, change, decision.coverage, mutants)
+        decision = decide(replace(facts, mutants=found))
+    rbg = decision.rbg
+    assert rbg is not None
     red = rbg.red_evidence.to_dict() if rbg.red_evidence is not None else None
+    made = max(len(green_records), len(red_records))  # in the order made: red 1, green 1, ...
+    records = [r for i in range(made) for r in (*red_records[i : i + 1], *green_records[i : i + 1])]
     return GateResult(
         gate=gate,
-        verdict=verdict,
-        ok=ok,
-        mode=mode,
-        cause=cause,
+        verdict=series.greens[0],
+        ok=decision.ok,
+        mode=decision.mode,
+        cause=decision.cause,
         rbg=rbg.status,
         rbg_reason=rbg.reason,
-        base_verdict=base,
+        base_verdict=series.reds[0] if series.reds else None,
         red=red,
         records=evidence.encode(records),
         tree_label=evidence.tree.label,
         ledger=str(evidence.ledger.path),
-        coverage=cov,
+        coverage=decision.coverage,
         repeat=series.to_dict(run_extra) if base_ctx is not None or repeat > 1 else None,
-        discrimination=disc,
+        discrimination=decision.discrimination,
     )
+
+
+def _records(
+    gate: Gate,
+    series: Series,
+    evidence: Evidence,
+    base_root: Path | None,
+    run_extra: Sequence[JsonDict],
+) -> tuple[tuple[Record, ...], tuple[Record, ...]]:
+    """The ledger records of this session's runs (greens, reds): the facts of each run,
+    its tree and inputs, and whether it was a genuine red (``decide.is_genuine_red``).
+    ``run_extra``: per run, in ``Series.to_dict`` order, what the ledger keeps besides."""
+    extras = list(run_extra)
+    greens: list[Record] = []
+    reds: list[Record] = []
+    now = (content_digest(gate, gate.root), inputs_digest(gate.root, gate.inputs))
+    then = ("", "")
+    if base_root is not None:
+        then = (content_digest(gate, base_root), inputs_digest(base_root, gate.inputs))
+    for i in range(max(len(series.greens), len(series.reds))):
+        if i < len(series.reds) and base_root is not None:
+            run = series.reds[i]
+            reds.append(
+                make_record(
+                    gate,
+                    run,
+                    tree=evidence.base_tree(base_root),
+                    inputs_digest=then[1],
+                    where=Where.BASE,
+                    base_ref=evidence.base_ref,
+                    content=then[0],
+                    judged=is_genuine_red(run, gate),
+                    extra=extras.pop(0) if extras else None,
+                )
+            )
+        if i < len(series.greens):
+            run = series.greens[i]
+            greens.append(
+                make_record(
+                    gate,
+                    run,
+                    tree=evidence.tree,
+                    inputs_digest=now[1],
+                    where=Where.CURRENT,
+                    content=now[0],
+                    judged=is_genuine_red(run, gate),
+                    extra=extras.pop(0) if extras else None,
+                )
+            )
+    return tuple(greens), tuple(reds)
+
+
+def _changed_on_base(gate: Gate, series: Series, base_root: Path | None) -> tuple[str, ...]:
+    """The files the check names that differ on the base, read only where a rule asks:
+    a base run that passed, of a gate without overlay (the never-red hint)."""
+    if base_root is None or gate.overlay or not series.reds or not series.reds[0].ok:
+        return ()
+    return tuple(changed_on_base(gate, gate.root, base_root))
 
 
 @dataclass(frozen=True)
@@ -314,15 +367,16 @@ def run_base(gate: Gate, ctx: RunContext, green: Verdict) -> Verdict:
     )
 
 
-def _discrimination(
+def _mutants(
     gate: Gate,
     ctx: RunContext,
     base_tree: BaseWorktree,
     change: Change | None,
     cov: CoverageResult | None,
     limit: int,
-) -> DiscriminationResult:
-    """The mutants of the change a proven gate's green run executed, and its verdict."""
+) -> tuple[MutantResult, ...] | DiscriminationResult:
+    """The mutants of the change a proven gate's green run executed, run against its check;
+    or, when none can be tried, a result saying why (``decide`` judges them)."""
     if kind_of(gate.type).judgment:
         return DiscriminationResult(Discrimination.NONE, reason="a judgment runs no code")
     if change is None or cov is None:
@@ -419,20 +473,17 @@ def rebase_paths(paths: Sequence[str], base: BaseWorktree) -> tuple[str, ...]:
     return tuple(out)
 
 
-def decide(gate: Gate, verdict: Verdict, *, strict: bool = False) -> GateResult:
-    """The result of a gate from the verdict of its run on the current tree."""
-    if verdict.mode is Mode.JUDGMENT:
-        cause = Cause.BROKEN_TEST if strict else None
-        return GateResult(
-            gate=gate,
-            verdict=verdict,
-            ok=False,
-            mode=Mode.JUDGMENT,
-            cause=cause,
-            strict_failure=strict,
-        )
+def result_of(gate: Gate, verdict: Verdict, *, strict: bool = False) -> GateResult:
+    """The result of a gate from the verdict of its run on the current tree alone (no
+    evidence: library use, a ``@verifier`` item, a worker that cannot run the gate)."""
+    decision = decide(Facts(gate, (verdict,), strict=strict))
     return GateResult(
-        gate=gate, verdict=verdict, ok=verdict.ok, mode=verdict.mode, cause=verdict.cause
+        gate=gate,
+        verdict=verdict,
+        ok=decision.ok,
+        mode=decision.mode,
+        cause=decision.cause,
+        strict_failure=decision.strict_failure,
     )
 
 

@@ -129,7 +129,7 @@ class GateItem(VgateItem):
 
     def evaluate(self) -> CheckPayload:
         from pytest_vgate.exporters.report import check_targets
-        from pytest_vgate.gate.result import decide, evaluate_gate
+        from pytest_vgate.gate.result import evaluate_gate, result_of
         from pytest_vgate.plugin.extending import adjust, judge_for
         from pytest_vgate.plugin.remote import remote_problem
 
@@ -137,7 +137,7 @@ class GateItem(VgateItem):
         problem = remote_problem(res, self.gate.root)
         if problem is not None:  # a worker in another checkout that differs: no verdict
             failed = Verdict.failed(Mode.SANDBOX, problem, cause=Cause.ENVIRONMENT)
-            return decide(self.gate, failed).to_payload(nodeid=self.nodeid)
+            return result_of(self.gate, failed).to_payload(nodeid=self.nodeid)
         ctx = replace(
             session_context(self, self.gate.root),
             judge=judge_for(self) if kind_of(self.gate.type).judgment else None,
@@ -193,7 +193,7 @@ class VerifierItem(VgateItem):
         self.line = line
 
     def evaluate(self) -> CheckPayload:
-        from pytest_vgate.gate.result import decide
+        from pytest_vgate.gate.result import result_of
         from pytest_vgate.gate.runner import run_verifier
         from pytest_vgate.plugin.extending import adjust
 
@@ -207,7 +207,7 @@ class VerifierItem(VgateItem):
             source=self.path,
             line=self.line,
         )
-        result = decide(gate, run_verifier(self.target, ctx))
+        result = result_of(gate, run_verifier(self.target, ctx))
         return adjust(self, gate, result.to_payload(nodeid=self.nodeid, verifier=True))
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
