@@ -25,6 +25,19 @@ os.environ.setdefault("PYTEST_VGATE_KEY_DIR", tempfile.mkdtemp(prefix="vgate-sui
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 XDIST_MODES = {"plain": [], "xdist": ["-n", "2"]}
 GITHUB_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
+# Plugins the test extras install that no session of the suite is about: sessions the suite
+# starts leave them out (each costs its import in every session and every xdist worker:
+# hypothesis' plugin alone about 130 ms). A test about one of them says so with
+# ``@pytest.mark.all_plugins``; a test that sets PYTEST_ADDOPTS itself replaces this.
+UNRELATED_PLUGINS = ("hypothesispytest", "html", "html_fixtures", "metadata", "pytest_cov")
+LEAN_ADDOPTS = " ".join(f"-p no:{name}" for name in UNRELATED_PLUGINS)
+
+
+@pytest.fixture(autouse=True)
+def _lean_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions the suite starts load pytest-vgate, xdist and pytest-timeout, not the rest."""
+    if request.node.get_closest_marker("all_plugins") is None:
+        monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
 
 
 @pytest.fixture(autouse=True)

@@ -362,6 +362,7 @@ def _pytest_html_rows(path: Path) -> dict[str, list[str]]:
     return {nodeid: runs[-1]["resultsTableRow"] for nodeid, runs in data["tests"].items()}
 
 
+@pytest.mark.all_plugins
 def test_pytest_html_gains_the_vgate_columns(run_vgate: Any, pytester: pytest.Pytester) -> None:
     pytest.importorskip("pytest_html")
     pytester.makefile(".yaml", gates=PLAIN_GATES)
