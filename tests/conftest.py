@@ -40,6 +40,16 @@ def _lean_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_ADDOPTS)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The quick loop (``-m "not slow"``) runs each end-to-end case once, plain: a case's
+    xdist variant (any parameter id naming ``xdist``) is marked ``slow``, so it runs in
+    the whole suite and in CI, not between two edits."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "xdist" in callspec.id:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions the suite starts never annotate the CI job that runs the suite."""

@@ -18,7 +18,7 @@ from helpers.git_repo import git
 
 from pytest_vgate import run_oracle_check
 from pytest_vgate.context import RunContext
-from pytest_vgate.evidence import is_genuine_red
+from pytest_vgate.gate.decide import is_genuine_red
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate, gate_from_mapping
 from pytest_vgate.verdict import Cause, Mode, Verdict
