@@ -291,7 +291,7 @@ def test_the_demo_page_in_a_real_browser(demo: Demo) -> None:
         )
         page.screenshot(
             path=str(shot), full_page=True,
-            clip={"x": 0, "y": 0, "width": 1200, "height": box["y"] + box["height"] + 16},
+            clip={"x": 0, "y": 0, "width": 1200, "height": box["y"] + box["height"] + 8},
         )  # fmt: skip
         assert shot.stat().st_size > 10_000
 
