@@ -120,6 +120,6 @@ def bugfix_on_path(bugfix_project: BugFixRepo) -> BugFixRepo:
 def examples(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project's ``examples/`` folder (no ledger, no bytecode), as the cwd."""
     copy = pytester.path / "examples"
-    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate", "__pycache__"))
+    shutil.copytree(EXAMPLES, copy, ignore=shutil.ignore_patterns(".vgate*", "__pycache__"))
     monkeypatch.chdir(copy)
     return copy

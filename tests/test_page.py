@@ -3,8 +3,8 @@ by Playwright, on a real ``--vgate-base`` session over the bug/fix repository.
 
 The browser checks what a reviewer sees: a row per gate with its status, the filter, the
 executed-line marks in a proven gate's diff, hostile text shown as text (no script of it
-runs), and not one network request. ``VGATE_UPDATE_SCREENSHOT=1`` rewrites
-docs/img/report.png from the same page; otherwise the screenshot goes to a tmp folder.
+runs), and not one network request. The screenshot in docs/page.md is of the README's demo
+page instead (tests/test_examples.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html.parser
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,14 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.browser import OpenPage, chromium, open_page
 from helpers.gated_repo import PY_DIR, make_gated_repo, run_session
 from helpers.git_repo import BugFixRepo
 from helpers.report import read_report
 
 from pytest_vgate.exporters.html import build_html
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "report.png"
 HOSTILE = (
     '<script>window.__vgate_pwned = 1</script></td>"onerror=alert(1) '
     '<img src=x onerror="window.__vgate_pwned = 2">'
@@ -69,19 +68,6 @@ ANSWER = (
 )
 
 
-def _playwright() -> Any:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(
-            "no chromium: install Debian's browser (apt-get install -y chromium "
-            "chromium-driver), as .ci/run does"
-        )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install -e '.[test]')")
-    return sync_playwright
-
-
 @pytest.fixture
 def page_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dist_args: list[str]
@@ -99,17 +85,12 @@ def page_session(
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    sync_playwright = _playwright()
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 def test_the_page_in_a_real_browser(
-    page_session: tuple[BugFixRepo, Path, Path, int], browser: Any, tmp_path: Path
+    page_session: tuple[BugFixRepo, Path, Path, int], browser: Any
 ) -> None:
     _, path, report_path, code = page_session
     assert code == 1  # neg-never-red fails under the base, the fabricated citation too
@@ -122,20 +103,12 @@ def test_the_page_in_a_real_browser(
         "hostile-claim": "failed",
     }
 
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    requests: list[str] = []
+    with open_page(browser, path) as opened:
+        _check_the_page(opened, path, states)
 
-    def intercept(route: Any) -> None:  # every request the page makes passes here
-        requests.append(route.request.url)
-        route.continue_()
 
-    context.route("**/*", intercept)
-    page = context.new_page()
-    page.on("request", lambda request: requests.append(request.url))
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(path.as_uri())
-    page.wait_for_load_state("networkidle")
+def _check_the_page(opened: OpenPage, path: Path, states: dict[str, str]) -> None:
+    page, requests = opened.page, opened.requests
     # Not one request beyond the file itself.
     assert set(requests) == {path.as_uri()}, requests
 
@@ -198,15 +171,8 @@ def test_the_page_in_a_real_browser(
     assert page.evaluate("typeof window.__vgate_pwned") == "undefined"
     assert page.locator("img").count() == 0
     assert page.locator("script").count() == 1  # the page's own
-    assert errors == []
+    assert opened.errors == []
     assert set(requests) == {path.as_uri()}, requests  # still none, after every click
-
-    shot = SCREENSHOT if os.environ.get("VGATE_UPDATE_SCREENSHOT") else tmp_path / "report.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    page.reload()  # as first opened: failing gates first, nothing filtered
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 10_000
-    context.close()
 
 
 def test_merge_writes_the_page_from_shard_reports(
@@ -300,6 +266,7 @@ def test_surviving_mutants_show_at_their_line() -> None:
             "head_start": 1, "lines": [{"op": "+", "base": None, "head": 2,
             "text": "    return price * 0.9"}]}]}],
         "discrimination": {"status": "undiscriminating", "killed": 0, "planted": 2,
+            "reason": "the check passes when `discount` does nothing",
             "pseudo_tested": ["m.py:discount"], "mutants": [
                 {"path": "m.py", "line": 2, "kind": "value", "operator": "*->/",
                  "before": "price * 0.9", "after": "price / 0.9", "killed": False, "mode": "pass"},
@@ -309,9 +276,25 @@ def test_surviving_mutants_show_at_their_line() -> None:
     page = build_html({"gates": [gate]})
     after_line = page.split('data-head="2"', 1)[1]
     assert 'class="mutant survived"' in after_line.split("</table>", 1)[0]
-    assert "price * 0.9 \u2192 price / 0.9" in page
-    assert "m.py:7  mutant killed" in page
+    assert "mutant survived  m.py:2  price * 0.9 \u2192 price / 0.9" in page
+    assert "mutant killed  m.py:7  body \u2192 return None" in page
     assert "0/2 undiscriminating" in page
+    assert "0/2 undiscriminating: the check passes when `discount` does nothing" in page
+
+
+def test_only_changed_lines_that_are_code_carry_marks() -> None:
+    """A blank line or a docstring the change added is no code a run could execute: no mark."""
+    lines = [
+        {"op": "+", "base": None, "head": n, "text": text}
+        for n, text in enumerate(['    """Ten percent off."""', "    return price * 0.9", ""], 1)
+    ]
+    coverage = {"status": "covers", "head_changed": {"m.py": [2]}, "head_executed": {"m.py": [2]}}
+    diff = [{"path": "m.py", "status": "modified", "hunks": [{"base_start": 1, "head_start": 1,
+             "lines": lines}]}]  # fmt: skip
+    page = build_html({"gates": [{"id": "g", "mode": "pass", "ok": True, "coverage": coverage,
+                                  "diff": diff}]})  # fmt: skip
+    marks = re.findall(r'data-head="(\d)".*?data-green="([^"]*)"', page)
+    assert marks == [("1", ""), ("2", "executed"), ("3", "")]
 
 
 def test_a_session_without_a_base_writes_the_page(pytester: pytest.Pytester) -> None:
@@ -353,7 +336,6 @@ gates:
 def _pytest_html_rows(path: Path) -> dict[str, list[str]]:
     """pytest-html 4 keeps its rows as JSON in the page's ``data-jsonblob`` attribute."""
     import html as markup
-    import re
 
     text = path.read_text(encoding="utf-8")
     found = re.search(r'data-jsonblob="([^"]*)"', text)

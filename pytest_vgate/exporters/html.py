@@ -87,11 +87,7 @@ def _counts(gates: Sequence[Mapping[str, Any]], citations: Sequence[Mapping[str,
     said = ", ".join(f"{states.count(s)} {s}" for s in STATE_ORDER if states.count(s))
     bad = sum(1 for c in citations if not c.get("ok"))
     cited = f"; {len(citations)} citations, {bad} not verified" if citations else ""
-    return (
-        f'<p class="counts">{len(gates)} gates'
-        + (f": {esc(said)}" if said else "")
-        + (f"{esc(cited)}</p>")
-    )
+    return f'<p class="counts">{len(gates)} gates{esc(": " + said if said else "")}{esc(cited)}</p>'
 
 
 def _filters(gates: Sequence[Mapping[str, Any]]) -> str:
@@ -107,23 +103,12 @@ def _filters(gates: Sequence[Mapping[str, Any]]) -> str:
     return '<nav class="filter" aria-label="filter by status">show: ' + "".join(buttons) + "</nav>"
 
 
-COLUMNS = (
-    ("gate", False),
-    ("status", False),
-    ("mode", False),
-    ("cause", False),
-    ("red-before-green", False),
-    ("coverage", False),
-    ("discrimination", False),
-    ("duration", True),
-)
+COLUMNS = ("gate", "status", "mode", "cause", "red-before-green", "coverage", "discrimination")
 
 
 def _verdict_table(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> str:
-    numeric_attr = ' data-numeric="1"'
-    head = "".join(
-        f'<th scope="col"{numeric_attr if numeric else ""}>{name}</th>' for name, numeric in COLUMNS
-    )
+    head = "".join(f'<th scope="col">{name}</th>' for name in COLUMNS)
+    head += '<th scope="col" data-numeric="1">duration</th>'
     rows = []
     for number, gate in ordered:
         state = gate_state(gate)
@@ -196,6 +181,9 @@ def _gate_article(number: int, gate: Mapping[str, Any], rootdir: str) -> str:
     if gate.get("source"):
         rows.append(("declared at", f"<code>{esc(_relative(str(gate['source']), rootdir))}</code>"))
     found = _discrimination(gate)
+    if found:
+        reason = f": {found['reason']}" if found.get("reason") else ""
+        rows.append(("discrimination", esc(f"{_discrimination_text(gate)}{reason}")))
     if found.get("pseudo_tested"):
         rows.append(("pseudo-tested", esc(", ".join(str(p) for p in found["pseudo_tested"]))))
     listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
@@ -248,6 +236,11 @@ def _executed(coverage: Mapping[str, Any], key: str, path: str) -> frozenset[int
     return frozenset(n for n in lines or () if isinstance(n, int))
 
 
+def _code(coverage: Mapping[str, Any], key: str, path: str) -> frozenset[int] | None:
+    """The changed lines that are code that runs; None when the report does not say."""
+    return _executed(coverage, key, path) if isinstance(coverage.get(key), Mapping) else None
+
+
 def _mark(side: str, line: int | None, executed: frozenset[int], measured: bool) -> str:
     label = "R" if side == "red" else "G"
     if line is None or not measured:
@@ -281,13 +274,15 @@ def _diff(gate: Mapping[str, Any]) -> str:
         "<h4>the change</h4>",
         '<p class="legend"><span class="mark red ran">R</span> the red run (on the base) '
         'executed this removed or changed line, <span class="mark green ran">G</span> the green '
-        "run (now) executed this added or changed line; dotted: it did not. Yellow rows: "
-        "mutants of the line that the check did not kill.</p>",
+        "run (now) executed this added or changed line; dotted: it did not; none: not code "
+        "that runs. Yellow rows: mutants of the line that the check did not kill.</p>",
     ]
     for f in files:
         path = str(f.get("path"))
         red_lines = _executed(coverage, "base_executed", path)
         green_lines = _executed(coverage, "head_executed", path)
+        # A changed line that is not code (blank, comment, docstring) gets no mark.
+        red_code, green_code = (_code(coverage, k, path) for k in ("base_changed", "head_changed"))
         at_line: dict[int, list[tuple[int, Mapping[str, Any]]]] = {}
         for index, mutant in enumerate(mutants):
             if str(mutant.get("path")) == path and isinstance(mutant.get("line"), int):
@@ -303,8 +298,10 @@ def _diff(gate: Mapping[str, Any]) -> str:
                 base_no, head_no = line.get("base"), line.get("head")
                 kind = {"+": "add", "-": "del"}.get(op, "ctx")
                 # The coverage maps hold changed lines only: a context line is unmarked.
-                red_no = base_no if op == "-" else None
-                green_no = head_no if op == "+" else None
+                side_no, code = (base_no, red_code) if op == "-" else (head_no, green_code)
+                shown = code is None or side_no in code
+                red_no = base_no if op == "-" and shown else None
+                green_no = head_no if op == "+" and shown else None
                 marks = _mark("red", red_no, red_lines, red_measured) + _mark(
                     "green", green_no, green_lines, green_measured
                 )
@@ -328,22 +325,19 @@ def _diff(gate: Mapping[str, Any]) -> str:
     rest = [m for i, m in enumerate(mutants) if i not in placed]
     if rest:
         parts.append(
-            '<table class="diff mutants">'
-            + "".join(_mutant_row(m, where=True) for m in rest)
-            + "</table>"
+            '<table class="diff mutants">' + "".join(_mutant_row(m) for m in rest) + "</table>"
         )
     return "".join(parts)
 
 
-def _mutant_row(mutant: Mapping[str, Any], *, where: bool = False) -> str:
-    killed = bool(mutant.get("killed"))
-    verdict = "killed" if killed else "survived"
-    place = f"{mutant.get('path')}:{mutant.get('line')}  " if where else ""
+def _mutant_row(mutant: Mapping[str, Any]) -> str:
+    verdict = "killed" if mutant.get("killed") else "survived"
     text = (
-        f"{place}mutant {verdict} ({mutant.get('kind')}, {mutant.get('operator')}): "
-        f"{mutant.get('before')} \u2192 {mutant.get('after')}"
+        f"mutant {verdict}  {mutant.get('path')}:{mutant.get('line')}  "
+        f"{mutant.get('before')} \u2192 {mutant.get('after')}  "
+        f"({mutant.get('kind')}, {mutant.get('operator')})"
     )
-    if mutant.get("mode"):
+    if mutant.get("mode") not in (None, "", verdict):
         text += f"  [check: {mutant['mode']}]"
     return (
         f'<tr class="mutant {verdict}"><td class="no"></td><td class="no"></td><td></td>'

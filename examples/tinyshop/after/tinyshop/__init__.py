@@ -1,0 +1,1 @@
+"""tinyshop: what a shopping cart costs."""
