@@ -326,9 +326,12 @@ def _read_process(
     return ""
 
 
+@functools.lru_cache(maxsize=32)
 def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
-    """Coverage's statements of a Python source and its line -> first-line map; None when
-    the text does not parse (the caller then counts raw lines, failing closed)."""
+    """Coverage's statements of a Python source and its line -> first-line map (shared:
+    read it, never change it); None when the text does not parse (the caller then counts
+    raw lines, failing closed). Remembered per text: a session parses each side of a
+    changed file for the change and again for each run's statements."""
     from coverage.parser import PythonParser
 
     try:
