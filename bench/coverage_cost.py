@@ -13,6 +13,16 @@ measured with the ``sys.settrace`` engine (the one 3.10 and 3.11 use) in every p
     python bench/coverage_cost.py --library ~/src/more-itertools
     python bench/coverage_cost.py --library ~/src/more-itertools --quick
     python3.12 bench/coverage_cost.py --library ~/src/more-itertools --with-tracer
+
+``--regression PYTHON ...`` times instead one solo check the way a regression gate's run
+is measured (it never executes the lines it is judged on, so a tracer before 3.12 stays
+to the end): ``PYTHON -m pytest tests/test_recipes.py`` and one test of it, in
+``--library`` (any copy of more-itertools, an sdist will do), unmeasured, measured
+(``auto``) and measured by the Python tracer (``settrace``), each PYTHON in the same
+alternating rounds:
+
+    python bench/coverage_cost.py --library /tmp/more_itertools-11.1.0 \
+        --regression python3.10 python3.11 --rounds 5
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from _common import (
     base_parser,
     clean_env,
     header,
+    median,
     pytest_argv,
     ratio,
     run_child,
@@ -89,14 +100,71 @@ gates:
 """
 
 
+def regression(library: Path, pythons: list[str], rounds: int, quiet: bool) -> None:
+    """A regression gate's solo run, measured and not: the judged line never runs."""
+    import os
+    import time
+
+    from pytest_vgate.context import RunContext
+    from pytest_vgate.gate.runner import run_check
+    from pytest_vgate.gatesfile import gate_from_mapping
+    from pytest_vgate.process.measure import MEASURED_KEY, MeasureSpec
+
+    more = os.path.realpath(library / "more_itertools" / "more.py")
+    blank = next(n for n, t in enumerate(Path(more).read_text().splitlines(), 1) if not t)
+    checks = {"test_recipes.py": "tests/test_recipes.py",
+              "one test": "tests/test_recipes.py::TakeTests::test_simple_take"}  # fmt: skip
+    rows = []
+    for python in pythons:
+        for label, target in checks.items():
+            gate = gate_from_mapping(
+                {"id": "g", "check": f"{python} -m pytest -q -p no:cacheprovider {target}",
+                 "env": {"set": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}}, "timeout": 900},
+                root=library,
+            )  # fmt: skip
+            engines = {"unmeasured": None, "auto": "auto", "settrace": "settrace"}
+            if label != "one test":  # the Python tracer on a whole file: minutes a round
+                engines = {"unmeasured": None, "auto": "auto"}
+            times: dict[str, list[float]] = {name: [] for name in engines}
+            seen = ""
+            for r in range(rounds):
+                names = list(engines)[r % len(engines) :] + list(engines)[: r % len(engines)]
+                for name in names:
+                    engine = engines[name]
+                    spec = None
+                    if engine is not None:
+                        spec = MeasureSpec((more,), lines=((more, (blank,)),), engine=engine)
+                    started = time.perf_counter()
+                    verdict = run_check(gate, RunContext(root=library, measure=spec))
+                    times[name].append(time.perf_counter() - started)
+                    found = verdict.extra.get(MEASURED_KEY)
+                    if found is not None and name == "auto":
+                        seen = f"{found.engines[0]}, measured {found.measured}"
+                    if not quiet:
+                        print(f"  {python} {label} {name:<10} {times[name][-1]:7.2f} s", flush=True)
+            base = median(times["unmeasured"])
+            slow = median(times.get("settrace", []))
+            rows.append([python, label, base, median(times["auto"]), slow,
+                         ratio(median(times["auto"]), base), ratio(slow, base), seen])  # fmt: skip
+    print()
+    heads = ["python", "check", "unmeasured s", "auto s", "settrace s", "auto/unmeasured",
+             "settrace/unmeasured", "auto engine"]  # fmt: skip
+    print(table(heads, rows))
+
+
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], rounds=3)
     parser.add_argument("--library", type=Path, required=True, help="a more-itertools clone")
     parser.add_argument(
         "--with-tracer", action="store_true", help="also time the sys.settrace engine (3.12+)"
     )
+    parser.add_argument("--regression", nargs="+", metavar="PYTHON", help="see the docstring")
     args = parser.parse_args()
     rounds = 1 if args.quick and args.rounds == parser.get_default("rounds") else args.rounds
+    if args.regression:
+        header(f"a regression gate's solo run, measured and not, {rounds} rounds")
+        regression(args.library.resolve(), args.regression, rounds, args.quiet)
+        return
     if args.with_tracer and sys.version_info < (3, 12):
         parser.error("--with-tracer compares the engines of Python 3.12+: sys.settrace is all")
     engine = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace"

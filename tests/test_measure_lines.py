@@ -1,7 +1,8 @@
 """The engines that measure a check against coverage.py, on real checks.
 
 Every check runs under each engine this interpreter has (``sys.monitoring`` on Python
-3.12+, ``sys.settrace`` everywhere) and under coverage.py itself (started by
+3.12+, coverage.py's C tracer before, a Python ``sys.settrace`` tracer everywhere) and
+under coverage.py itself (started by
 ``COVERAGE_PROCESS_START`` in every process, as a user would): the engines must report
 exactly the statements coverage.py reports, and never one that did not run.
 """
@@ -32,7 +33,8 @@ from pytest_vgate.process.measure import (
     executable_lines,
 )
 
-ENGINES = ("auto", "settrace") if sys.version_info >= (3, 12) else ("auto",)
+ENGINES = ("auto", "settrace")
+AUTO = "monitoring" if sys.version_info >= (3, 12) else "ctracer"
 
 PY = shlex.quote(sys.executable)
 
@@ -195,8 +197,7 @@ def both(root: Path, check: str, files: list[str]) -> Measured:
     for engine in ENGINES:
         measured = run(root, check, files, engine)
         assert measured.measured, measured.reason
-        wanted = "settrace" if engine == "settrace" or sys.version_info < (3, 12) else "monitoring"
-        assert set(measured.engines) == {wanted}
+        assert set(measured.engines) == {AUTO if engine == "auto" else engine}
         for rel in files:
             real = os.path.realpath(root / rel)
             traced = expected.get(real)
@@ -391,7 +392,8 @@ def test_the_check_s_own_interpreter_is_measured(project: Path, minor: int) -> N
     check = f"{shlex.quote(python)} -c {shlex.quote(CALLS)}"
     measured = run(project, check, ["pkg/mod.py"])
     assert measured.measured and measured.processes == 1, measured.reason
-    assert measured.engines == ("monitoring" if minor >= 12 else "settrace",)
+    # Before 3.12: coverage.py's C tracer where that interpreter has coverage.py, else ours.
+    assert measured.engines[0] in (("monitoring",) if minor >= 12 else ("ctracer", "settrace"))
     assert tags(project, measured) == {
         "import-time", "decorator", "class-body", "inner", "lambda", "comprehension",
         "method", "multiline", "except", "except-body",
@@ -459,3 +461,77 @@ def test_only_the_functions_holding_a_line_asked_about_are_traced_line_by_line(
     assert isinstance(measured, Measured) and measured.measured, measured
     assert verdict.stdout.split() == ["True", "False"]
     assert 5 in measured.files[real]
+
+
+THREADS = """\
+import threading, json
+
+box, go = [], threading.Event()
+
+
+def work():
+    go.wait()
+    box[0].handler(0)
+
+
+early = threading.Thread(target=work)
+early.start()
+import pkg.mod as m
+
+box.append(m)
+go.set()
+early.join()
+late = threading.Thread(target=m.nested, args=(4,))
+late.start()
+late.join()
+"""
+
+
+def test_lines_run_in_threads_started_before_and_after_the_changed_file_loads(
+    project: Path,
+) -> None:
+    (project / "threads.py").write_text(THREADS)
+    measured = both(project, f"{PY} threads.py", ["pkg/mod.py"])
+    assert {"except", "except-body", "inner", "lambda", "comprehension"} <= tags(project, measured)
+    first = "import pkg.mod as m, threading; t = threading.Thread(target=m.handler, args=(0,))"
+    check = f"{first}; t.start(); t.join()"  # threading loads, then starts one: no import between
+    measured = both(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
+    assert {"except", "except-body"} <= tags(project, measured)
+    if sys.version_info < (3, 12):  # a thread started before threading's hook could be set
+        (project / "threads.py").write_text(THREADS.replace("threading, json", "json, threading"))
+        measured = run(project, f"{PY} threads.py", ["pkg/mod.py"])
+        assert not measured.measured and "a thread started before" in measured.reason
+
+
+def test_before_312_tracing_starts_when_a_measured_file_loads(project: Path) -> None:
+    """No line of a measured file can run before it loads: until then the process runs
+    without a tracer (pytest's start-up, its plugins), at full speed."""
+    check = "import sys; print(sys.gettrace()); import pkg.mod as m; m.handler(0)"
+    measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
+    assert measured.measured, measured.reason
+    assert {"except", "except-body"} <= tags(project, measured)
+    gate = gate_from_mapping({"id": "g", "check": f"{PY} -c {shlex.quote(check)}"}, root=project)
+    spec = spec_for(project, ["pkg/mod.py"], "auto")
+    assert run_check(gate, RunContext(root=project, measure=spec)).stdout.strip() == "None"
+
+
+def test_the_checks_own_tracer_keeps_the_slot_and_the_run_is_unmeasured(project: Path) -> None:
+    check = "import sys, pkg.mod as m; sys.settrace(lambda *a: None); m.handler(0)"
+    measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
+    assert not measured.measured
+    assert "a tracer we could not share replaced ours" in measured.reason, measured.reason
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring measures there")
+def test_coverage_c_tracer_has_the_members_the_bootstrap_sets() -> None:
+    """What the bootstrap relies on in coverage.py's C tracer (checked against its source
+    from 7.4 on): the tracer's members, and the file disposition's fields."""
+    from coverage.tracer import CFileDisposition, CTracer
+
+    from pytest_vgate.process import bootstrap
+
+    assert all(hasattr(CTracer(), name) for name in bootstrap.CTRACER_MEMBERS)
+    fields = ("original_filename", "canonical_filename", "source_filename", "reason")
+    disposition = CFileDisposition()
+    for name in (*fields, "file_tracer", "has_dynamic_filename", "trace"):
+        setattr(disposition, name, None)

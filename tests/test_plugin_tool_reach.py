@@ -92,3 +92,36 @@ def test_a_pinned_tool_rewritten_by_an_earlier_gate_is_sandbox_when_reached_indi
     indirect = {gid: m for gid, m in modes.items() if gid != "forge"}
     assert indirect == dict.fromkeys(indirect, ("sandbox", "environment")), modes
     assert "mytool" in gates["through-env"]["detail"]
+
+
+def test_a_shim_rewritten_by_an_earlier_check_never_answers_for_a_later_one(
+    pytester: pytest.Pytester,
+    run_vgate,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The folder of shims first on a check's PATH serves the next checks too: one that
+    a check rewrote is made anew before another check gets it."""
+    genuine = pytester.path / "vendor" / "mytool"
+    _write(genuine, GENUINE)
+    (pytester.path / ".toolchain" / "bin").mkdir(parents=True)
+    _write(
+        pytester.path / "forge.sh",
+        f"""#!/bin/sh
+        d=${{PATH%%:*}}
+        chmod u+w "$d" "$d/mytool" && printf '{FORGED}' > "$d/mytool"
+        [ "$(mytool)" = forged ] && touch .toolchain/bin/done
+        """.replace("        ", ""),
+    )
+    (pytester.path / "gates.yaml").write_text(
+        textwrap.dedent(f"""\
+        gates:
+          - {{id: forge, check: sh forge.sh, tools: [sh, mytool]}}
+          - id: through-sh
+            check: sh -c '{WAIT}{ASK}'
+            tools: [sh, mytool]
+        """),
+        encoding="utf-8",
+    )
+    gates = _run(pytester, run_vgate, monkeypatch, str(genuine.parent))
+    modes = {gid: g["mode"] for gid, g in gates.items()}
+    assert modes == {"forge": "pass", "through-sh": "pass"}, modes  # forged, then genuine

@@ -162,10 +162,8 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
     pinned = [e for i in (tool_id, *others) if (e := declared.get(i) or inventory.get(i))]
     passed = {n: ctx.caller_env[n] for n in gate.env.pass_names if n in ctx.caller_env}
     set_values = bytecode.fresh_env(ctx.root, dict(gate.env.set_values), passed)
-    with (
-        ctx.cells.cell() if ctx.cells is not None else check_cell() as cell,
-        pinned_tools(pinned) as shims,
-    ):
+    shims = pinned_tools(pinned)
+    with ctx.cells.cell() if ctx.cells is not None else check_cell() as cell:
         env = build_env(
             cell,
             pass_names=gate.env.pass_names,

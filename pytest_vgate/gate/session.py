@@ -41,9 +41,11 @@ class SessionState:
         self.closed = True
         from pytest_vgate.gate.runner import forget_folders
         from pytest_vgate.process import contain
+        from pytest_vgate.process.tools import remove_shims
 
         self.cells.close()
         self.zygotes.shutdown()
         self.shepherds.close()
         contain.POOL.close()  # the default pool's idle shepherds: tools a verifier ran
         forget_folders()
+        remove_shims()

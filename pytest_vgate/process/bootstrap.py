@@ -14,10 +14,13 @@ Nothing of the check is rewritten. The interpreter's own hooks report execution:
 - Python 3.12+: a ``sys.monitoring`` tool of our own (``TOOL_IDS``, beside coverage.py's
   id 1), ``PY_START`` for every code object and ``LINE`` only for the measured files' code;
   every callback returns ``DISABLE``, so each location reports once;
-- before 3.12: ``sys.settrace``, a global tracer that returns a line tracer only for the
-  measured files' frames. Another tracer set later (coverage.py's, a debugger's) replaces
-  it: the process then reports that it could not share the tracer, and its run is
-  ``unmeasured``.
+- before 3.12: coverage.py's C tracer (``_c_module``: loaded from a copy, out of
+  ``sys.modules``), which calls back (``_Lines``) only for the measured files' frames, or
+  without it a Python ``sys.settrace`` tracer; in the main thread only from the moment a
+  measured file's code is executed or compiled (no line of it can run before), in new
+  threads from their start. Another tracer set later (coverage.py's, a debugger's)
+  replaces it: the process then reports that it could not share the tracer, and its run
+  is ``unmeasured``.
 
 What this process cannot see is reported, never guessed: a Python process it starts with
 an environment that drops the measurement (``env={}`` as tox and nox do, a replaced
@@ -71,6 +74,11 @@ SITE_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.s
 SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"})
 NODE_EVENT = "pytest-vgate.node"  # sys.audit(NODE_EVENT, nodeid): the next node starts
 IGNORED_FLAGS = frozenset("IES")  # python flags that skip PYTHONPATH or sitecustomize
+THREADING = os.sep + "threading.py"
+NO_LINES = (-1, -1)  # to coverage.py's C tracer: record nothing (the line is recorded here)
+CTRACER_MEMBERS = ("should_trace", "check_include", "should_trace_cache", "data", "warn",
+                   "file_tracers", "trace_arcs", "concur_id_func", "should_start_context",
+                   "switch_context", "disable_plugin")  # fmt: skip
 
 
 class _Run:
@@ -120,6 +128,9 @@ class _Run:
         self.stopped = False  # the tracer was taken off: it has seen all it must
         self.marking = False  # nodes are marked: every node is judged on its own lines
         self.restart: Callable[[], object] | None = None  # report every line again
+        self.begin: Callable[[], None] | None = None  # start tracing: a measured file loads
+        self.starting: set[int] = set()  # threads starting a tracer of ours
+        self.hook_threads: Callable[[], None] = _nothing  # threading's hook, once loaded
 
     def node(self, name: str) -> None:
         """A new node starts: mark it, report each line again from here on, and keep
@@ -158,17 +169,23 @@ class _Run:
         except KeyError:
             pass
         found = None
-        if filename and filename[0] != "<":
+        if self.wanted(filename):
             real = os.path.realpath(filename)
-            if real in self.exact or (
-                real.startswith(self.prefixes) and not any(p in real for p in SITE_PARTS)
-            ):
-                found = self.count
-                self.count += 1
-                self.paths.append(real)
-                self.put(f"p {found} {_hex(real)}\n")
+            found = self.count
+            self.count += 1
+            self.paths.append(real)
+            self.put(f"p {found} {_hex(real)}\n")
         self.numbers[filename] = found
         return found
+
+    def wanted(self, filename: str) -> bool:
+        """Whether ``filename`` is one of the measured files."""
+        if not filename or filename[0] == "<":
+            return False
+        real = os.path.realpath(filename)
+        return real in self.exact or (
+            real.startswith(self.prefixes) and not any(p in real for p in SITE_PARTS)
+        )
 
     def hit(self, number: int, line: int) -> None:
         key = (number, line)
@@ -386,12 +403,16 @@ def _shebang(program: str, env: object) -> bool:
 def _audit(
     run: _Run, tracer: "Callable[..., object] | None", entries: bool
 ) -> "Callable[[str, tuple[object, ...]], None]":
-    """The audit hook: processes started out of reach, tracers that replace ours, and
-    (``entries``) files that start executing where no tracer sees them."""
+    """The audit hook: processes started out of reach, tracers that replace ours, files
+    that start executing where no tracer sees them (``entries``), the first measured
+    file that loads (tracing starts then), and threading's hook for new threads."""
     spawn = SPAWN_EVENTS
-    starts = ("exec", "cpython.run_file") if entries else ()
+    starts = ("exec", "cpython.run_file", "compile") if entries else ()
+    get_ident = sys.modules["_thread"].get_ident
 
     def hook(event: str, args: "tuple[object, ...]") -> None:
+        if run.hook_threads is not _nothing:
+            run.hook_threads()
         if run.busy or (
             event not in spawn
             and event not in starts
@@ -404,13 +425,18 @@ def _audit(
             why = None
             if event == NODE_EVENT:
                 run.node(_text(args[0]) if args else "")
-            elif event == "exec" and entries:
-                run.number(_text(getattr(args[0], "co_filename", "")))
-            elif event in starts:  # cpython.run_file: a main script, if there is one
-                if os.path.isfile(_text(args[0])):
-                    run.number(_text(args[0]))
+            elif event == "exec":
+                measured = run.number(_text(getattr(args[0], "co_filename", ""))) is not None
+                if measured and run.begin is not None:
+                    run.begin()
+            elif event in starts:  # a main script (cpython.run_file), a compile
+                path = _text(args[0] if event == "cpython.run_file" else args[1])
+                if event == "cpython.run_file" and os.path.isfile(path):
+                    run.number(path)
+                if run.begin is not None and run.wanted(path):
+                    run.begin()
             elif event == "sys.settrace":
-                if tracer is not None and not run.stopped:
+                if tracer is not None and not run.stopped and get_ident() not in run.starting:
                     _settrace_seen(run, tracer)
             elif event == "subprocess.Popen":
                 why = _lost(run, args[0], args[1], args[3])
@@ -475,10 +501,151 @@ def _monitor(run: _Run) -> None:
     run.restart = mon.restart_events
 
 
-def _tracer(run: _Run) -> "Callable[..., object]":
-    """Before Python 3.12: a global tracer that traces only the measured files' frames."""
+class _Lines:
+    """The file tracer coverage.py's C tracer calls back for the measured files' frames
+    only: which of them to trace (``dynamic_source_filename``, at each call) and each line
+    they run (``line_number_range``: recorded here, nothing left in the tracer's data)."""
+
+    _coverage_plugin_name = TOOL_NAME
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self._coverage_plugin = self
+        self.threading: object = None  # threading.py's disposition until its hook is set
+
+    def dynamic_source_filename(self, filename: str, frame: "types.FrameType") -> "str | None":
+        try:
+            found = self.run.numbers.get(filename)
+            if found is None:  # threading's first call since it loaded: its hook, once
+                self.run.hook_threads()
+                if self.threading is not None and self.run.hook_threads is _nothing:
+                    self.threading.trace = False  # type: ignore[attr-defined]
+                return None
+            if self.run.stop and not self.run.watches(found, frame.f_code):
+                return None  # not measured, or none of the lines asked about is here
+            return filename
+        except Exception as exc:  # noqa: BLE001 - an interpreter callback: said, never raised
+            self.run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+            return None
+
+    def line_number_range(self, frame: "types.FrameType") -> "tuple[int, int]":
+        try:
+            found = self.run.numbers.get(frame.f_code.co_filename)
+            if found is not None:
+                self.run.hit(found, frame.f_lineno)
+        except Exception as exc:  # noqa: BLE001
+            self.run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+        return NO_LINES
+
+
+class _Spec:
+    """What ``_imp.create_dynamic`` reads of a module spec."""
+
+    name = "coverage.tracer"
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+
+def _c_module(run: _Run) -> "types.ModuleType | None":
+    """coverage.py's C tracer built for this interpreter (the session's copy beside this
+    file, else the check's own coverage.py), loaded from a copy of its own and with no
+    name left in ``sys.modules``: the check's own ``import coverage`` stays as it was.
+    None when there is none with the members used here."""
+    import _imp  # built in, loaded at every start: nothing new in sys.modules
+
+    names = ["tracer" + suffix for suffix in _imp.extension_suffixes()]
+    places = [run.home, *(os.path.join(d, "coverage") for d in sys.path if d and d != run.home)]
+    path = next((os.path.join(p, n) for p in places for n in names if _isfile(p, n)), None)
+    if path is None:
+        return None
+    if os.path.dirname(path) != run.home:  # the check's: a copy, loaded apart from theirs
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.read(fd, 1 << 26)
+        finally:
+            os.close(fd)
+        path = os.path.join(run.folder, f"tracer.{os.getpid()}.{os.urandom(4).hex()}{names[0][6:]}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    before = sys.modules.get(_Spec.name)
+    try:
+        module = _imp.create_dynamic(_Spec(path))  # type: ignore[arg-type]
+        _imp.exec_dynamic(module)  # multi-phase init (coverage.py 7.10+); nothing before
+    finally:
+        if before is None:
+            sys.modules.pop(_Spec.name, None)
+        else:
+            sys.modules[_Spec.name] = before
+    tracer = module.CTracer()
+    if all(hasattr(tracer, a) for a in CTRACER_MEMBERS):
+        return module
+    return None
+
+
+def _isfile(folder: str, name: str) -> bool:
+    return os.path.isfile(os.path.join(folder, name))
+
+
+def _c_tracer(run: _Run, module: "types.ModuleType", started: list) -> "Callable[[], object]":  # type: ignore[type-arg]
+    """Before Python 3.12: coverage.py's C tracer, which decides for every frame in C and
+    calls back (``_Lines``) for the measured files' frames only."""
+    lines = _Lines(run)
+    cache: dict[str, object] = {}
+    data: dict[str, object] = {}
+
+    def should_trace(filename: str, frame: object) -> object:
+        found = None
+        try:
+            found = run.number(filename)
+        except Exception as exc:  # noqa: BLE001
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+        disposition = module.CFileDisposition()
+        disposition.original_filename = disposition.canonical_filename = filename
+        disposition.source_filename = filename
+        disposition.reason = ""
+        disposition.file_tracer = lines
+        disposition.has_dynamic_filename = True
+        # threading.py too, until its first call: new threads must start with our tracer.
+        disposition.trace = found is not None or (
+            filename.endswith(THREADING) and lines.threading is None
+        )
+        if found is None and disposition.trace:
+            lines.threading = disposition
+        return disposition
+
+    def failed(*args: object, **kwargs: object) -> None:
+        run.say(f"the measurement failed: coverage.py's tracer: {args!r}")
+
+    def make() -> object:
+        tracer = module.CTracer()
+        tracer.should_trace = should_trace
+        tracer.check_include = failed  # never asked: a traced frame keeps its file's name
+        tracer.should_trace_cache = cache
+        tracer.data = data
+        tracer.file_tracers = {}
+        tracer.trace_arcs = False
+        tracer.warn = tracer.disable_plugin = failed
+        tracer.concur_id_func = tracer.should_start_context = tracer.switch_context = None
+        if hasattr(tracer, "lock_data"):  # coverage.py 7.6+
+            tracer.lock_data = tracer.unlock_data = _nothing
+        started.append(tracer)
+        return tracer.start()
+
+    return make
+
+
+def _nothing() -> None:
+    pass
+
+
+def _py_tracer(run: _Run) -> "Callable[[], object]":
+    """Without coverage.py's C tracer: a global tracer that traces only the measured
+    files' frames, in Python."""
     local_for: dict[int, Callable[..., object]] = {}
-    threads = [True]  # hook threading's tracer once the module is there
 
     def local_of(found: int) -> "Callable[..., object]":
         def local(frame: "types.FrameType", event: str, arg: object) -> object:
@@ -491,31 +658,12 @@ def _tracer(run: _Run) -> "Callable[..., object]":
 
         return local
 
-    def done() -> None:
-        run.stopped = True
-        sys.settrace(None)
-        threading = sys.modules.get("threading")
-        if threading is not None and getattr(threading, "_trace_hook", None) is trace:
-            threading._trace_hook = None  # type: ignore[attr-defined]
-
-    run.on_done = done
-
-    def resume() -> None:  # a node starts after the tracer came off: trace again
-        if run.stopped:
-            run.stopped = False
-            sys.settrace(trace)  # type: ignore[arg-type]
-
-    run.restart = resume
-
     def trace(frame: "types.FrameType", event: str, arg: object) -> object:
-        if threads[0] and not run.stopped:
-            threading = sys.modules.get("threading")
-            if threading is not None and getattr(threading, "_trace_hook", 0) is None:
-                threading._trace_hook = trace  # type: ignore[attr-defined]
-                threads[0] = False
         if event != "call":
             return None
         try:
+            if run.hook_threads is not _nothing:
+                run.hook_threads()
             found = run.number(frame.f_code.co_filename)
             if found is None or (run.stop and not run.watches(found, frame.f_code)):
                 return None  # not measured, or none of the lines asked about is here
@@ -526,7 +674,76 @@ def _tracer(run: _Run) -> "Callable[..., object]":
             run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
             return None
 
-    return trace
+    def make() -> object:
+        sys.settrace(trace)  # type: ignore[arg-type]
+        return trace
+
+    return make
+
+
+def _tracing(run: _Run, module: "types.ModuleType | None") -> "Callable[..., object]":
+    """Before Python 3.12: the tracer of each thread, and the hook threading starts new
+    threads with (returned). The main thread's tracer starts only when a measured file's
+    code is loaded (``run.begin``): no line of it can run before."""
+    started: list[object] = []
+    make = _c_tracer(run, module, started) if module is not None else _py_tracer(run)
+    traced: set[int] = set()  # the threads tracing (their idents)
+    get_ident = sys.modules["_thread"].get_ident
+
+    def here(first: "tuple[object, ...] | None" = None) -> object:
+        """Start tracing this thread (``first``: its first event, handed to the tracer)."""
+        if sys.gettrace() not in (None, install):  # the check's own (coverage run) keeps it
+            run.say(f"a tracer we could not share was already running ({sys.gettrace()!r})")
+            return None
+        ident = get_ident()
+        run.starting.add(ident)  # our own sys.settrace is no other tracer's
+        try:
+            tracer = make()
+            traced.add(ident)
+            return tracer(*first) if first else tracer  # type: ignore[operator]
+        finally:
+            run.starting.discard(ident)
+
+    def install(frame: "types.FrameType", event: str, arg: object) -> object:
+        try:  # threading's hook: the first event of a new thread
+            return here((frame, event, arg))
+        except Exception as exc:  # noqa: BLE001
+            run.say(f"the measurement failed: {type(exc).__name__}: {exc}")
+            return None
+
+    def hook_threads() -> None:
+        """Once threading is loaded: its new threads start with our tracer."""
+        threading = sys.modules.get("threading")
+        if threading is not None and hasattr(threading, "_trace_hook"):
+            run.hook_threads = _nothing
+            if threading._trace_hook is None and not run.stopped:
+                threading._trace_hook = install  # type: ignore[attr-defined]
+
+    def begin() -> None:
+        run.begin = None
+        here()
+        threading = sys.modules.get("threading")
+        for thread in list(getattr(threading, "_active", {}).values()):
+            if thread.ident not in traced and type(thread).__name__ == "Thread":
+                run.say(f"a thread started before measuring could follow it: {thread.name}")
+
+    def done() -> None:
+        run.stopped = True
+        for tracer in started:
+            tracer.stop()  # type: ignore[attr-defined]
+        if not started:
+            sys.settrace(None)
+        threading = sys.modules.get("threading")
+        if getattr(threading, "_trace_hook", None) is install:
+            threading._trace_hook = None  # type: ignore[union-attr]
+
+    def resume() -> None:  # a node starts after the tracer came off: trace again
+        if run.stopped:
+            run.stopped = False
+            here()
+
+    run.on_done, run.restart, run.begin, run.hook_threads = done, resume, begin, hook_threads
+    return install
 
 
 def _unseen() -> None:
@@ -539,7 +756,7 @@ def _unseen() -> None:
         return code.replace(co_filename=CODE_NAME, co_consts=consts)
 
     kind = type(_unseen)
-    for space in (globals(), vars(_Run), vars(_Sink), vars(_Sampler)):
+    for space in (globals(), vars(_Run), vars(_Sink), vars(_Sampler), vars(_Lines), vars(_Spec)):
         for value in list(space.values()):
             if isinstance(value, kind):
                 value.__code__ = renamed(value.__code__)
@@ -558,6 +775,7 @@ def _start(folder: str, home: str) -> None:
         run = _Run(folder, home, spec)
         monitoring = sys.version_info >= (3, 12) and run.engine != "settrace"
         tracer = None
+        engine = "monitoring" if monitoring else "settrace"
         if monitoring:
             _monitor(run)
         elif run.stop and not run.remaining:
@@ -566,11 +784,19 @@ def _start(folder: str, home: str) -> None:
             run.say(f"a tracer we could not share was already running ({sys.gettrace()!r})")
             return
         else:
-            tracer = _tracer(run)
-            sys.settrace(tracer)  # type: ignore[arg-type]
-        engine = "monitoring" if monitoring else "settrace"
+            module = None
+            if run.engine != "settrace":
+                try:
+                    module = _c_module(run)
+                except (ImportError, OSError):  # none loads here: the Python tracer measures
+                    module = None
+            tracer = _tracing(run, module)
+            engine = "ctracer" if module is not None else "settrace"
         run.put(f"s {engine} {_hex(sys.executable or '?')}\n")
         sys.addaudithook(_audit(run, tracer, not monitoring))
+        loaded = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+        if run.begin is not None and any(run.number(f) is not None for f in loaded if f):
+            run.begin()  # a measured module loaded before us (a .pth file): trace now
         if run.sample_at is not None:
             try:
                 _sample(run, run.sample_at)

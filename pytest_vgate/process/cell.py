@@ -43,14 +43,15 @@ def check_cell(prefix: str = "vgate-", *, parent: Path | str | None = None) -> I
     raises or not and copes with read-only files and directories the check left; a
     failure to remove is a warning, never an exception that would mask the check's result.
     """
-    cell = _new_cell(prefix, parent)
+    cell = new_cell(prefix, parent)
     try:
         yield cell
     finally:
         remove_tree(cell)
 
 
-def _new_cell(prefix: str, parent: Path | str | None) -> Path:
+def new_cell(prefix: str, parent: Path | str | None) -> Path:
+    """A new cell in ``parent`` (default: the temp dir), held until ``remove_tree``."""
     folder = os.fspath(parent) if parent is not None else tempfile.gettempdir()
     cell_owner.sweep_once(folder, remove_tree)  # the cells of processes that died
     cell = Path(tempfile.mkdtemp(prefix=prefix, dir=folder)).resolve()  # mkdtemp: 0700
@@ -173,7 +174,7 @@ class CellPool:
             with self._lock:
                 cell, made_in = self._idle.pop() if self._idle else (None, "")
             if cell is None:
-                return _new_cell(self.prefix, folder), folder
+                return new_cell(self.prefix, folder), folder
             try:
                 reusable = made_in == folder and cell_is_clean(cell)
             except BaseException:  # an interrupt: the cell is no longer in the pool

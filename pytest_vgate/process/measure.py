@@ -4,7 +4,7 @@ Core, no pytest. The runner asks ``start`` for a probe before it spawns a check 
 ``Probe.collect`` after the check ended. The probe puts a private folder first on the
 check's ``PYTHONPATH`` whose ``sitecustomize`` is ``pytest_vgate/process/bootstrap.py``:
 it measures every Python process of the check through the interpreter's own hooks (a
-``sys.monitoring`` tool of its own on Python 3.12+, ``sys.settrace`` before), without
+``sys.monitoring`` tool of its own on Python 3.12+, coverage.py's C tracer before), without
 loading a module, adding a name or changing a code object the check could see. The
 check's own measurement (pytest-cov, ``coverage run``, ``Coverage().start()``,
 ``COVERAGE_PROCESS_START``) runs beside it unchanged: its variables reach the check as the
@@ -19,6 +19,7 @@ into ``unmeasured``, never into ``misses`` or ``disconnected``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -35,7 +36,7 @@ from pytest_vgate.process.stack import Thread, parse_dump
 DIR_ENV = bootstrap.DIR_ENV
 MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
 RUN_DIRNAME = "vgate-coverage"
-ENGINES = ("auto", "monitoring", "settrace")  # auto: sys.monitoring on 3.12+, else settrace
+ENGINES = ("auto", "monitoring", "settrace")  # auto: sys.monitoring on 3.12+, else CTracer
 SHOWN_MISSED = 3  # reasons named in a run's reason before "and N more"
 # How long before its deadline a sampled run's stacks are dumped: a tenth of the timeout,
 # between these bounds (the dump takes milliseconds; the kill must not come first).
@@ -52,13 +53,14 @@ class MeasureSpec:
     recorded file is reported, mapped to its statement's first line.
 
     ``lines``: the lines the caller will ask about, per file; ``any_of``: per file, lines
-    of which one running is enough. With them, the ``sys.settrace`` engine stops tracing
+    of which one running is enough. With them, the tracer before 3.12 stops tracing
     once all those lines ran (a trace hook slows every line of every file before Python
     3.12), and later lines are not reported; without them (None), every executed line of
     the included files is. Files are reported as they start either way. ``engine``:
-    ``auto`` (``sys.monitoring`` on Python 3.12+, ``sys.settrace`` before), or
-    ``settrace`` everywhere (to compare them). ``sample``: every process dumps every
-    thread's stack shortly before the run's deadline (a base run: where it hung).
+    ``auto`` (``sys.monitoring`` on Python 3.12+, coverage.py's C tracer before), or
+    ``settrace``, a Python tracer, everywhere (to compare them). ``sample``: every
+    process dumps every thread's stack shortly before the run's deadline (a base run:
+    where it hung).
     """
 
     include: tuple[str, ...]
@@ -173,29 +175,44 @@ def start(
 
 
 def _boot_home(folder: Path) -> Path:
-    """A folder holding the bootstrap as ``sitecustomize.py``: one per content next to
+    """A folder holding the bootstrap as ``sitecustomize.py`` and a copy of coverage.py's
+    C tracer (which a check's process of this interpreter loads): one per content next to
     the bytecode cache, so each Python version compiles it once, not once per process;
     else one in the run's folder."""
     from pytest_vgate.process import bytecode
 
-    source = Path(bootstrap.__file__).read_bytes()
+    files = {"sitecustomize.py": Path(bootstrap.__file__).read_bytes(), **_c_tracer()}
     prefix = bytecode.cache_prefix()
     if prefix is not None:
-        home = prefix.parent / f"measure-{hashlib.sha256(source).hexdigest()[:16]}"
-        path = home / "sitecustomize.py"
+        digest = hashlib.sha256(b"".join(files.values())).hexdigest()[:16]
+        home = prefix.parent / f"measure-{digest}"
         try:
-            if not path.is_file() or path.read_bytes() != source:
-                home.mkdir(mode=0o700, exist_ok=True)
-                scratch = home / f".sitecustomize.{secrets.token_hex(4)}"
-                scratch.write_bytes(source)
-                os.replace(scratch, path)
+            for name, data in files.items():
+                path = home / name
+                if not path.is_file() or path.read_bytes() != data:
+                    home.mkdir(mode=0o700, exist_ok=True)
+                    scratch = home / f".{name}.{secrets.token_hex(4)}"
+                    scratch.write_bytes(data)
+                    os.replace(scratch, path)
             return home
         except OSError:
             pass
     home = folder / "boot"
     home.mkdir(mode=0o700)
-    (home / "sitecustomize.py").write_bytes(source)
+    for name, data in files.items():
+        (home / name).write_bytes(data)
     return home
+
+
+@functools.cache
+def _c_tracer() -> dict[str, bytes]:
+    """coverage.py's C tracer extension of this interpreter, by file name (none: {})."""
+    try:
+        from coverage import tracer
+    except ImportError:
+        return {}
+    path = Path(tracer.__file__ or "")
+    return {path.name: path.read_bytes()} if path.name.startswith("tracer.") else {}
 
 
 def _read(data: Path) -> Measured:
@@ -309,9 +326,12 @@ def _read_process(
     return ""
 
 
+@functools.lru_cache(maxsize=32)
 def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
-    """Coverage's statements of a Python source and its line -> first-line map; None when
-    the text does not parse (the caller then counts raw lines, failing closed)."""
+    """Coverage's statements of a Python source and its line -> first-line map (shared:
+    read it, never change it); None when the text does not parse (the caller then counts
+    raw lines, failing closed). Remembered per text: a session parses each side of a
+    changed file for the change and again for each run's statements."""
     from coverage.parser import PythonParser
 
     try:

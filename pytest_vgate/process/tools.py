@@ -11,21 +11,22 @@ dispatch on the name they were started by. Core module: never imports pytest.
 
 from __future__ import annotations
 
-import contextlib
+import atexit
 import hashlib
 import os
 import shlex
 import stat
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.jsonable import Jsonable, StrEnum
-from pytest_vgate.process.cell import check_cell
+from pytest_vgate.process.cell import new_cell, remove_tree
 from pytest_vgate.verdict import Mode, ToolRecord
 
 TOOLCHAIN_DIRNAME = ".toolchain"
@@ -54,30 +55,97 @@ def toolchain_bin(root: Path) -> Path:
     return Path(root).absolute() / TOOLCHAIN_DIRNAME / "bin"
 
 
-@contextlib.contextmanager
-def pinned_tools(entries: Iterable[ToolEntry]) -> Iterator[Path | None]:
+def pinned_tools(entries: Iterable[ToolEntry]) -> Path | None:
     """A private folder for the front of a check's ``PATH`` that maps each found tool id
-    to its selected path (a two-line ``sh`` script that execs it), removed afterwards.
+    to its selected path (a two-line ``sh`` script that execs it).
 
     A check that starts a declared tool through another program (``sh -c``, ``env``, a
     script, a Makefile) then runs the identity the inventory holds and rechecks, never
     a file that appeared in ``.toolchain/bin`` or earlier on ``PATH`` during the session.
     None when there is nothing to map. Raises OSError if the folder cannot be made.
+
+    One folder per set of tools serves this process's checks (making and removing one per
+    check was most of a trivial gate's cost). It lives in a cell (``cell.py``: a session
+    killed meanwhile leaves nothing for good), is read back before every use, and one that
+    does not hold exactly its scripts (an earlier check wrote there: its user can) is
+    replaced by a new one.
     """
-    found = [e for e in entries if e.found and e.path and "/" not in e.id]
-    if not found:
-        yield None
-        return
-    # A cell of its own (cell.py), so a session killed meanwhile leaves nothing for good.
-    with check_cell("vgate-tools-") as cell:
-        folder = cell / "bin"
-        folder.mkdir(0o700)
-        for entry in found:
-            assert entry.path is not None
-            shim = folder / entry.id
-            shim.write_text(f'#!/bin/sh\nexec {shlex.quote(entry.path)} "$@"\n')
-            shim.chmod(0o500)
-        yield folder
+    shims = {e.id: _shim(e.path) for e in entries if e.found and e.path and "/" not in e.id}
+    if not shims:
+        return None
+    key = tuple(sorted(shims.items()))
+    with _SHIMS_LOCK[0]:
+        cell = _SHIMS.pop(key, None)
+        if cell is not None and _intact(cell / "bin", shims):
+            _SHIMS[key] = cell
+            return cell / "bin"
+        if cell is not None:
+            remove_tree(cell)
+        cell = new_cell("vgate-tools-", None)
+        try:
+            folder = cell / "bin"
+            folder.mkdir(0o700)
+            for name, text in shims.items():
+                (folder / name).write_bytes(text)
+                (folder / name).chmod(0o500)
+            folder.chmod(0o500)
+        except BaseException:
+            remove_tree(cell)
+            raise
+        _SHIMS[key] = cell
+        return folder
+
+
+def _shim(path: str | None) -> bytes:
+    return f'#!/bin/sh\nexec {shlex.quote(path or "")} "$@"\n'.encode()
+
+
+def _intact(folder: Path, shims: Mapping[str, bytes]) -> bool:
+    """Whether ``folder`` is our real directory holding exactly ``shims``, each a regular
+    file of ours, mode 0500, with its text (read through descriptors, no symlink followed)."""
+    fds: list[int] = []
+    try:
+        fds.append(os.open(folder, _OPEN_DIR))
+        if not _ours(os.fstat(fds[0]), stat.S_ISDIR) or sorted(os.listdir(fds[0])) != sorted(shims):
+            return False
+        for name, text in shims.items():
+            fds.append(os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=fds[0]))
+            if not _ours(os.fstat(fds[-1]), stat.S_ISREG) or os.read(fds[-1], 65536) != text:
+                return False
+        return True
+    except OSError:
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _ours(st: os.stat_result, kind: Callable[[int], bool]) -> bool:
+    return kind(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o500 and st.st_uid == os.getuid()
+
+
+_NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+_SHIMS: dict[tuple[tuple[str, bytes], ...], Path] = {}  # this process's, by their scripts
+_SHIMS_LOCK = [threading.Lock()]
+
+
+def remove_shims() -> None:
+    """Remove this process's shim folders (at a session's end, and at exit)."""
+    for cell in _SHIMS.values():
+        remove_tree(cell)
+    _SHIMS.clear()
+
+
+def _forget_shims() -> None:
+    """In a forked child: the parent's folders stay the parent's."""
+    _SHIMS.clear()
+    _SHIMS_LOCK[0] = threading.Lock()
+
+
+atexit.register(remove_shims)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_shims)
 
 
 class ToolSource(StrEnum):

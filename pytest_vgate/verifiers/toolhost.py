@@ -221,15 +221,15 @@ class ToolHost:
         except ToolMovedError as exc:
             return self._refuse(Mode.SANDBOX, "moved", str(exc))
         cwd = Path(str(request["cwd"])) if request.get("cwd") else self.root
-        with pinned_tools(pinned) as shims:
-            env = build_env(
-                self.cell,
-                pass_names=self._env_pass,
-                set_values=self._env_set,
-                caller_env=self._caller_env,
-                path_prefix=[*([str(shims)] if shims else []), str(toolchain_bin(self.root))],
-            )
-            answer = self._run(tool, entry, args, codes, cwd, env)
+        shims = pinned_tools(pinned)
+        env = build_env(
+            self.cell,
+            pass_names=self._env_pass,
+            set_values=self._env_set,
+            caller_env=self._caller_env,
+            path_prefix=[*([str(shims)] if shims else []), str(toolchain_bin(self.root))],
+        )
+        answer = self._run(tool, entry, args, codes, cwd, env)
         try:
             self._found([tool, *others])
         except ToolMovedError as exc:  # changed while it ran: that run answers nothing
