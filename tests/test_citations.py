@@ -20,7 +20,9 @@ from pytest_vgate.citations import (
     split_lines,
     summary_block,
 )
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.verdict import CitationDescription, CitationStatus
+
+NOT_JUDGED = CitationDescription.NOT_JUDGED
 
 
 @pytest.fixture(params=["walk", "git"])
@@ -116,24 +118,27 @@ def test_summary_block_counts_and_lists_fabrications(repo: CitationRepo) -> None
     ]
     block = summary_block(results, repo.root)
     lines = block.split("\n")
-    assert lines[:6] == [
+    assert lines[:5] == [
         "VERIFICATION GATE RESULT:",
         f"- Total citations: {len(statuses)}",
         f"- Verified at original location: {statuses.count('verified')}",
         f"- Corrected (line drift): {statuses.count('corrected')}",
         "- Dropped (file/line/content not found): "
         f"{statuses.count('dropped') + statuses.count('fabricated')}",
-        "- Unsupported (description not shown by the cited lines): "
-        f"{statuses.count('unsupported')}",
     ]
-    assert len(lines) == 7
-    assert lines[6].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
-    entries = lines[6].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
+    assert len(lines) == 8
+    assert lines[5].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
+    assert lines[6:] == [
+        "- Unsupported (description contradicted by the cited lines): "
+        f"{statuses.count('unsupported')}",
+        f"- Descriptions not judged: {sum(r.description is NOT_JUDGED for r in results)}",
+    ]
+    entries = lines[5].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
     assert len(entries) == len(caught) == 4
     for entry, (name, case) in zip(entries, caught, strict=True):
         line = name.split(":")[1]
         assert entry.startswith(f"docs/answer.md:{line} {case.location} (")
-    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[6]
+    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[5]
 
 
 def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
@@ -144,7 +149,9 @@ def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
     assert block == (
         "VERIFICATION GATE RESULT:\n- Total citations: 2\n- Verified at original location: 1\n"
         "- Corrected (line drift): 0\n- Dropped (file/line/content not found): 1\n"
-        "- Unsupported (description not shown by the cited lines): 0\n- FABRICATIONS CAUGHT: N"
+        "- FABRICATIONS CAUGHT: N\n"
+        "- Unsupported (description contradicted by the cited lines): 0\n"
+        "- Descriptions not judged: 1"
     )
 
 
@@ -907,25 +914,25 @@ def fetch(url, retries=3):
 @pytest.mark.parametrize(
     ("citation", "expected"),
     [
-        # "returns" where the line raises: no returning line of `cached` says the rest
-        ("m.py:4 — `cached` returns the function when the cache is None", ("dropped", None)),
+        # "returns" where the line raises: the description is wrong about the line
+        ("m.py:4 — `cached` returns the function when the cache is None", ("unsupported", None)),
         # ... a bare "returns": the nearest line of `cached` that returns
         ("m.py:4 — `cached` returns here", ("corrected", "m.py:9")),
         ("m.py:9 — `cached` returns the decorator", ("verified", None)),
         ("m.py:15 — `fetch` raises here", ("corrected", "m.py:18")),
         ("m.py:18 — `fetch` raises `TimeoutError`", ("verified", None)),
         ("m.py:12 — `fetch` returns", ("verified", None)),  # the def line: its body returns
-        ("m.py:17 — `fetch` yields here", ("dropped", None)),
+        ("m.py:17 — `fetch` yields here", ("unsupported", None)),  # nothing near yields
         # where it starts
         ("m.py:17 — `fetch` is defined here", ("corrected", "m.py:12")),
         ("m.py:17 — `fetch` starts here", ("corrected", "m.py:12")),
         ("m.py:13 — the signature of `fetch`", ("corrected", "m.py:12")),
         ("m.py:12 — the signature of `fetch`", ("verified", None)),
         ("m.py:17 — `fetch` sleeps between attempts", ("verified", None)),
-        # behaviour words the lines never show
-        ("m.py:15 — `url` is validated against the allow-list here", ("unsupported", None)),
+        # words the syntax cannot decide never fail a citation
+        ("m.py:15 — `url` is validated against the allow-list here", ("verified", None)),
         ("m.py:15 — `url` is returned unchanged here", ("verified", None)),  # it is
-        ("m.py:17 — `fetch` is throttled by the quota broker", ("unsupported", None)),
+        ("m.py:17 — `fetch` is throttled by the quota broker", ("verified", None)),
     ],
 )
 def test_the_description_s_verbs_starts_and_words(
@@ -937,7 +944,8 @@ def test_the_description_s_verbs_starts_and_words(
 
 def test_a_contradiction_says_what_the_line_does(tmp_path: Path) -> None:
     r = _one(tmp_path, CACHE_SRC, "m.py:4 — `cached` returns the function when the cache is None")
-    assert r.reason.startswith("the description says returns; line 4 raises TypeError"), r.reason
+    assert "the description says returns; line 4 raises TypeError" in r.reason, r.reason
+    assert r.description is CitationDescription.CONTRADICTED
     assert not r.ok
 
 
@@ -963,14 +971,18 @@ def test_bad_step():
     ("citation", "expected"),
     [
         ("t.py:4 — `test_iterating_is_safe` checks that iterating raises `RuntimeError`",
-         ("dropped", None)),
+         ("unsupported", None)),
         ("t.py:4 — `test_iterating_is_safe` checks that iterating does not raise",
          ("verified", None)),
         ("t.py:4 — `test_iterating_is_safe` asserts equality", ("verified", None)),
         ("t.py:11 — `test_bad_step` checks that a bad step raises `ValueError`",
          ("verified", None)),
-        ("t.py:11 — `test_bad_step` checks that a bad step does not raise", ("dropped", None)),
+        ("t.py:11 — `test_bad_step` checks that a bad step does not raise",
+         ("unsupported", None)),
+        # about the test, which does assert it; "here" is about the line
         ("t.py:12 — `test_bad_step` checks that a bad step raises `ValueError`",
+         ("verified", None)),
+        ("t.py:12 — `test_bad_step` checks here that a bad step raises `ValueError`",
          ("corrected", "t.py:13")),
     ],
 )  # fmt: skip
@@ -1027,11 +1039,11 @@ def test_the_block_says_when_citations_place_one_entity_in_two_definitions(
     results = [r for doc in ("a.md", "b.md") for r in check_document(tmp_path, tmp_path / doc)]
     assert [r.status for r in results] == [CitationStatus.VERIFIED] * 3
     block = summary_block(results, tmp_path).splitlines()
-    assert block[6] == (
+    assert block[5] == "- FABRICATIONS CAUGHT: N"
+    assert block[8] == (
         "- Inconsistent (one entity, lines that cannot both hold): 1 — `fetch` at m.py:2 "
         "(a.md:1) and m.py:7 (b.md:1, b.md:2)"
     )
-    assert block[7] == "- FABRICATIONS CAUGHT: N"
     alone = summary_block(results[1:], tmp_path)
     assert "Inconsistent" not in alone
 
@@ -1058,7 +1070,7 @@ def test_forge_links_of_this_repository_are_checked_and_others_listed(tmp_path: 
     assert results[2].ok and not results[1].ok
     block = summary_block(results, tmp_path).splitlines()
     assert block[1] == "- Total citations: 4"
-    assert block[6] == (
+    assert block[8] == (
         "- Not audited (links to other repositories): 1 — a.md:3 "
         "https://github.com/other/lib/blob/v1/lib/core.py#L12"
     )

@@ -52,9 +52,14 @@ def cite_name(key: str) -> str:
     return f"L{line}:{location}"
 
 
-def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]:
+def not_judged(cases: dict[str, dict[str, object]]) -> int:
+    """The items whose junit ``vgate_description`` says their description was not judged."""
+    return sum(1 for c in cases.values() if c.get("vgate_description") == "not-judged")
+
+
+def expected_block(entries: Iterable[tuple[str, Case]], root: Path, unjudged: int) -> list[str]:
     """The ``VERIFICATION GATE RESULT`` block, computed from the fixture's cases
-    (``source``, case)."""
+    (``source``, case); ``unjudged`` from the items' own junit properties."""
     entries = list(entries)
     count = Counter(case.status for _, case in entries)
     caught = []
@@ -74,8 +79,9 @@ def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]
         f"- Verified at original location: {count[VERIFIED]}",
         f"- Corrected (line drift): {count[CORRECTED]}",
         f"- Dropped (file/line/content not found): {count[DROPPED] + count[FABRICATED]}",
-        f"- Unsupported (description not shown by the cited lines): {count[UNSUPPORTED]}",
         "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
+        f"- Unsupported (description contradicted by the cited lines): {count[UNSUPPORTED]}",
+        f"- Descriptions not judged: {unjudged}",
     ]
 
 
@@ -124,7 +130,7 @@ def test_cite_option_every_outcome(
         assert mode == (("pass", None) if case.status == VERIFIED else ("fail", "product"))
     # the block: exact, the last of the vgate section, its counts those of the items
     lines = result.stdout.lines
-    block = expected_block(doc_entries(repo.cases), repo.root)
+    block = expected_block(doc_entries(repo.cases), repo.root, not_judged(cases))
     assert_summary_is_last_vgate_block(lines, block)
     counts = citation_counts(cases)
     assert block[1:5] == [
@@ -184,7 +190,9 @@ def test_gates_file_citations_with_a_glob(
         f"docs/extra/answer.md:{line}",
     )
     entries = [*doc_entries(repo.cases), (f"docs/extra/answer.md:{line}", first)]
-    assert_summary_is_last_vgate_block(result.stdout.lines, expected_block(entries, repo.root))
+    assert_summary_is_last_vgate_block(
+        result.stdout.lines, expected_block(entries, repo.root, not_judged(cases))
+    )
     assert "gates: 1 (1 pass)" in result.stdout.str()
     assert_no_secret(repo, result.stdout.str(), (pytester.path / "junit.xml").read_bytes())
 
@@ -260,7 +268,8 @@ def test_fix_rewrites_exactly_the_corrected_citations(
             got = cases[cite_name(key)]
             assert got["vgate_citation"] == case.status and "vgate_fixed_from" not in got
     # the record survives the fix: counted as found, fabrications still caught
-    assert_summary_is_last_vgate_block(lines, expected_block(doc_entries(repo.cases), repo.root))
+    block = expected_block(doc_entries(repo.cases), repo.root, not_judged(cases))
+    assert_summary_is_last_vgate_block(lines, block)
 
     again, cases = run_vgate("--vgate-cite", DOC)
     assert repo.answer.read_bytes() == repo.fixed_bytes
@@ -448,8 +457,9 @@ def test_a_document_without_citations_prints_the_block_with_zeros(
             "- Verified at original location: 0",
             "- Corrected (line drift): 0",
             "- Dropped (file/line/content not found): 0",
-            "- Unsupported (description not shown by the cited lines): 0",
             "- FABRICATIONS CAUGHT: N",
+            "- Unsupported (description contradicted by the cited lines): 0",
+            "- Descriptions not judged: 0",
         ],
     )
 
@@ -641,7 +651,9 @@ def test_fix_then_a_plain_run_passes_every_fixed_corpus_citation(
     assert len(cases) == len(rows) >= 300
     counts = Counter(status for _, _, status, _ in rows)
     assert f"citations rewritten by --vgate-fix: {counts[CORRECTED]}" in result.stdout.lines
-    unsupported = f"- Unsupported (description not shown by the cited lines): {counts[UNSUPPORTED]}"
+    unsupported = (
+        f"- Unsupported (description contradicted by the cited lines): {counts[UNSUPPORTED]}"
+    )
     assert unsupported in result.stdout.lines
     assert counts[UNSUPPORTED] >= 30
     fixed_names = []

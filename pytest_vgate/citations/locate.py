@@ -1,21 +1,18 @@
-"""Is the described entity at the cited lines, and if not, where is it?
+"""Where is the described entity, when it is not on the cited lines?
 
-Verified: an entity of the description stands as its own code on the cited lines, in a
-range that is not implausibly wide for it (``anchor``); a description that names no code
-is verified by its words on a short, non-blank range. Otherwise the search: within
-±``WINDOW`` lines of the citation the nearest definition, else the nearest code
-occurrence (a tie is ambiguous); then the whole file, where a unique definition, else a
-unique occurrence, is the correction. Entities are tried in priority order; the first
-one that occurs in the file decides.
+Within ±``WINDOW`` lines of the citation the nearest definition, else the nearest code
+occurrence (a tie is ambiguous); then the whole file (a line past the end searches only
+there), where a unique definition, else a unique occurrence, is the correction.
+Entities are tried in priority order; the first one that occurs in the file decides.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_vgate.citations.anchor import PLAIN_MAX_LINES, prose_words, slack, strong
+from pytest_vgate.citations.anchor import PLAIN_MAX_LINES, slack
 from pytest_vgate.citations.source import EntityHits, SourceFile
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.verdict import CitationDescription, CitationStatus
 
 WINDOW = 20
 
@@ -30,9 +27,11 @@ class Located:
     end: int | None = None
     candidates: tuple[int, ...] = ()
     beyond_end: bool = False
+    description: CitationDescription | None = None  # what became of the description
+    description_reason: str = ""
 
 
-def _distance(line: int, start: int, end: int) -> int:
+def distance(line: int, start: int, end: int) -> int:
     return start - line if line < start else line - end
 
 
@@ -40,8 +39,8 @@ def _nearest(lines: tuple[int, ...], start: int, end: int) -> tuple[int, ...]:
     near = [n for n in lines if start - WINDOW <= n <= end + WINDOW]
     if not near:
         return ()
-    best = min(_distance(n, start, end) for n in near)
-    return tuple(n for n in near if _distance(n, start, end) == best)
+    best = min(distance(n, start, end) for n in near)
+    return tuple(n for n in near if distance(n, start, end) == best)
 
 
 def _shifted(sf: SourceFile, hits: EntityHits, line: int, length: int) -> tuple[int, int]:
@@ -59,67 +58,33 @@ def _shifted(sf: SourceFile, hits: EntityHits, line: int, length: int) -> tuple[
     return start, min(start + length, max(sf.line_count, start))
 
 
-def locate(
-    sf: SourceFile, start: int, end: int, entities: tuple[str, ...], description: str = ""
+def search(
+    sf: SourceFile,
+    named: tuple[str, ...],
+    start: int,
+    end: int,
+    problem: str,
+    *,
+    near: bool,
+    beyond: bool,
 ) -> Located:
-    """Judge a citation of lines ``start``..``end`` of ``sf`` that names ``entities``."""
-    n = sf.line_count
-    shape_ok = 1 <= start <= end
-    beyond = end > n or start > n
-    where = f"line {start}" if start == end else f"lines {start}-{end}"
-    named = tuple(e for e in entities if strong(e))
-    if beyond:
-        problem = f"{where} is beyond the end of the {n}-line file"
-    elif not shape_ok:
-        problem = f"{where} is not a valid location"
-    else:
-        problem = ""
-    if not problem:
-        subject = named[0] if named else ""
-        for entity in named:
-            how = sf.anchor(entity, start, end)
-            if how is None:
-                continue
-            if entity == subject:
-                return Located(CitationStatus.VERIFIED, f"`{entity}`: {how}")
-            inside = sf.inside_definition(subject, start, end)
-            if inside is not None:  # a detail of the subject, inside the subject
-                return Located(
-                    CitationStatus.VERIFIED, f"`{entity}`: {how}, inside `{subject}` ({inside})"
-                )
-        if not named:
-            prose = prose_words(description)
-            if entities and not prose:
-                weak = ", ".join(f"`{e}`" for e in entities)
-                return Located(
-                    CitationStatus.DROPPED,
-                    f"the description names only {weak}: punctuation, keywords and builtin "
-                    "names match any code, so they verify nothing",
-                )
-            how = sf.prose_anchor(prose, start, end)
-            if how is not None:
-                return Located(CitationStatus.VERIFIED, how)
-            return Located(CitationStatus.DROPPED, _prose_problem(sf, start, end, where, prose))
-        problem = f"{', '.join(f'`{e}`' for e in named)} not on {where}" + _width_note(
-            sf, start, end
-        )
-    elif not named:
-        status = CitationStatus.FABRICATED if beyond else CitationStatus.DROPPED
-        return Located(
-            status, f"{problem} and the description names nothing to search for", beyond_end=beyond
-        )
+    """The entities are not on the cited lines (``problem`` says why): the first one that
+    occurs in the file decides, corrected to one line or dropped as ambiguous."""
     length = max(end - start, 0)
     for entity in named:
         hits = sf.hits(entity)
         if not hits.found:
             continue
-        found = _search(hits, start, end, near=shape_ok and not beyond)
+        found = _search(hits, start, end, near=near)
         if len(found) == 1:
             new_start, new_end = _shifted(sf, hits, found[0], length)
             kind = "defined" if found[0] in hits.defs else "found"
+            why = f"`{entity}` is {kind} at line {found[0]}"
+            if (new_start, new_end) == (start, end):
+                return Located(CitationStatus.VERIFIED, why)  # never "corrected" to itself
             return Located(
                 CitationStatus.CORRECTED,
-                f"{problem}; `{entity}` is {kind} at line {found[0]}",
+                f"{problem}; {why}",
                 new_start,
                 new_end,
                 beyond_end=beyond,
@@ -139,7 +104,7 @@ def locate(
     )
 
 
-def _width_note(sf: SourceFile, start: int, end: int) -> str:
+def width_note(sf: SourceFile, start: int, end: int) -> str:
     from pytest_vgate.citations.anchor import whole_file
 
     if whole_file(start, end, sf.line_count):
@@ -149,7 +114,7 @@ def _width_note(sf: SourceFile, start: int, end: int) -> str:
     return ""
 
 
-def _prose_problem(sf: SourceFile, start: int, end: int, where: str, prose: list[str]) -> str:
+def prose_problem(sf: SourceFile, start: int, end: int, where: str, prose: list[str]) -> str:
     from pytest_vgate.citations.anchor import PROSE_MAX_LINES, is_blank, whole_file
 
     if whole_file(start, end, sf.line_count) or end - start + 1 > PROSE_MAX_LINES:
