@@ -53,7 +53,7 @@ _TESTS = r"\b(?:asserts?|checks?|tests?|verif(?:y|ies)|ensures?|expects?)\b"
 _NO_RAISE_RE = re.compile(
     _TESTS + r"[^.;]*?(?:\b(?:does not|doesn't|do not|don't|never|no longer|cannot)\s+"
     r"(?:raise|throw)|\bwithout (?:raising|throwing|an? (?:error|exception))"
-    r"|\bno (?:exception|error)\b)"
+    r"|\bno (?:exception|error)\b|\bnothing (?:raises|is raised|throws))"
 )
 _ASSERT_RAISE_RE = re.compile(_TESTS + r"[^.;]*?\b(?:raises|raise|raising|throws|is raised)\b")
 _ASSERT_EQUAL_RE = re.compile(
@@ -62,7 +62,8 @@ _ASSERT_EQUAL_RE = re.compile(
 _ASSERT_RE = re.compile(r"\basserts?\b")
 _NEGATED_RE = re.compile(r"\b(?:not|never|no longer|doesn't|don't|cannot|without)\s+(?:\w+\s+)?$")
 _STARTS_RE = re.compile(
-    r"\b(?:(?:is|are|gets|get|was|were)\s+defined(?:\s+here)?|defined here|starts here|"
+    r"\b(?:(?:is|are|gets|get|was|were)\s+defined(?!\s+(?:twice|again|more|elsewhere))"
+    r"(?:\s+here)?|defined here|starts here|"
     r"begins here|starts at|the signature of|the definition of|"
     r"definition (?:starts|begins)|declared here|is declared)\b"
 )
@@ -87,11 +88,12 @@ _VALUE_RES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("is", r"\b(?:bumped|set|changed|updated|pinned|lowered|increased|decreased|defaults?"
          rf"|reset)\s+(?:from\s+{_K}\s+)?to\s+{_V}"),
         ("is", rf"=\s*{_V}"),
+        ("is", rf"\bsets?\s+`?(?P<name>\w+)`?\s+to\s+{_V}"),
         ("returns", rf"\breturns?\s+(?:now\s+)?{_V}"),
         ("maps", rf"\bmaps?\s+{_K}\s+(?:on)?to\s+{_V}"),
         ("raises", rf"\b(?:raises|throws|is raised|raising)\s+(?:an?\s+)?{_V}"),
         ("raises", rf"{_V}\s+is\s+(?:now\s+)?raised"),
-        ("compares", rf"\bcompar\w*\s+(?:\w+\s+){{0,3}}?(?:with|to|against)\s+{_V}"),
+        ("compares", rf"\bcompar\w*\s+(?:\S+\s+){{0,3}}?(?:with|to|against)\s+{_V}"),
     )
 )  # fmt: skip
 
@@ -162,7 +164,8 @@ def _value_claims(description: str) -> tuple[ValueClaim, ...]:
                 continue
             if kind == "raises" and (value[1] or not value[0][:1].isupper()):
                 continue  # an exception is a class name
-            out.append(ValueClaim(kind, value[0], value[1], key[0] if key else None))
+            name = m.groupdict().get("name")  # "sets `x` to 3": the key is x
+            out.append(ValueClaim(kind, value[0], value[1], key[0] if key else name))
     return tuple(dict.fromkeys(out))
 
 

@@ -69,11 +69,17 @@ def decide(sf: SourceFile, c: Citation) -> Located:
     # 3. The entity stands as its own code on the cited lines.
     elif (how := _anchored(sf, named, start, end)) is not None:
         loc = Located(VERIFIED, how)
-    # 4. Drift: the entity within WINDOW lines, else the only one of it in the file.
+    # 4. Drift: the entity within WINDOW lines (a line of it that does the verb said
+    #    first), else the only one of it in the file.
     else:
         names = ", ".join(f"`{e}`" for e in named)
         problem = f"{names} not on {spot}{width_note(sf, start, end)}"
-        loc = search(sf, named, start, end, problem, near=True, beyond=False)
+        facts, claim = sf.facts(), read_claim(c.description)
+        act = _verb_elsewhere(sf, facts, claim, named[0], start, end, problem) if facts else None
+        if act is not None and claim.verbs:
+            loc = Located(CORRECTED, act[0], *act[1])
+        else:
+            loc = search(sf, named, start, end, problem, near=True, beyond=False)
     if loc.status not in (VERIFIED, CORRECTED):
         return loc
     # 5. Then the description, where the location ended: where it starts, what it does.
@@ -83,6 +89,11 @@ def decide(sf: SourceFile, c: Citation) -> Located:
 def _anchored(sf: SourceFile, named: tuple[str, ...], start: int, end: int) -> str | None:
     """How the subject (or another entity, inside the subject) stands on the lines."""
     subject = named[0]
+    hits = sf.hits(subject)
+    if hits.text_only:
+        on = [n for n in hits.matches if start <= n <= end]
+        if on:
+            return f"`{subject}` is named on line {on[0]} (the file holds it only as text)"
     for entity in named:
         how = sf.anchor(entity, start, end)
         if how is None:
@@ -131,8 +142,8 @@ def _describe(sf: SourceFile, c: Citation, claim: Claim, subject: str, loc: Loca
     start, end = _at(c, loc)
     here = _here(claim, facts, start, end)
     acts = _scope(sf, facts, here, subject, start, end, facts.acts)
-    said = ""
-    if claim.verbs and not any(holds(v, acts) for v in claim.verbs):
+    said = _elsewhere(sf, facts, claim, subject)
+    if not said and claim.verbs and not any(holds(v, acts) for v in claim.verbs):
         said = f"the description says {claim.said}; {what_it_does(acts, start, end)}"
         wrong = not claim.here and _conflict(claim, facts, start, end)  # not drifted: wrong
         near = None if wrong else _verb_elsewhere(sf, facts, claim, subject, start, end, said)
@@ -145,7 +156,10 @@ def _describe(sf: SourceFile, c: Citation, claim: Claim, subject: str, loc: Loca
         elif near is not None:
             return Located(DROPPED, f"{loc.reason}; {said}; and that line does not hold all of it")
     # 7. The values: a literal the lines show otherwise.
-    values = _scope(sf, facts, here, subject, start, end, facts.values)
+    values = (
+        facts.values_in(start, end),
+        _scope(sf, facts, here, subject, start, end, facts.values),
+    )
     contradiction = said or _values_contradicted(claim, subject, values, facts)
     if contradiction:
         if loc.status is VERIFIED:
@@ -156,7 +170,7 @@ def _describe(sf: SourceFile, c: Citation, claim: Claim, subject: str, loc: Loca
                 description_reason=contradiction,
             )
         return replace(loc, description=CONTRADICTED, description_reason=contradiction)
-    shown = _shown(claim, acts, values)
+    shown = _shown(claim, subject, acts, values)
     if not shown:
         reason = "the lines show none of its checkable parts either way"
         return replace(loc, description=NOT_JUDGED, description_reason=reason)
@@ -181,6 +195,22 @@ def _moved(
 
 
 _EXITS = frozenset({Verb.RETURNS, Verb.RAISES, Verb.YIELDS})
+_USES = frozenset({Verb.CALLS, Verb.IMPORTS, Verb.ASSERTS, Verb.ASSERTS_EQUAL, Verb.ASSERTS_RAISES})
+
+
+def _elsewhere(sf: SourceFile, facts: Facts, claim: Claim, subject: str) -> str:
+    """The subject is only imported here: what its definition does (returns, raises,
+    ...) lies in another file, which never verifies this one. "" when that is not so."""
+    if subject not in facts.imported or sf.hits(subject).defs:
+        return ""
+    said = [v.value for v in claim.verbs if v not in _USES and v is not Verb.ASSERTS_NO_RAISE]
+    said += [f"{w.kind} {w.value!r}" for w in claim.values if w.kind in ("returns", "raises")]
+    if not said:
+        return ""
+    return (
+        f"the description says `{subject}` {' and '.join(said)}; `{subject}` is imported "
+        f"into {sf.rel}, its definition is in another file, which never verifies this one"
+    )
 
 
 def _conflict(claim: Claim, facts: Facts, start: int, end: int) -> bool:
@@ -266,11 +296,14 @@ def _starts(sf: SourceFile, subject: str, start: int, end: int) -> _Move | None:
     return DROPPED, f"{said}; `{subject}` is defined at lines {lines}: ambiguous", None
 
 
-def _values_contradicted(claim: Claim, subject: str, values: list[Value], facts: Facts) -> str:
-    """Why the covered lines show a stated value to be otherwise ("" when they do not)."""
+def _values_contradicted(
+    claim: Claim, subject: str, values: tuple[list[Value], list[Value]], facts: Facts
+) -> str:
+    """Why the lines show a stated value to be otherwise ("" when they do not): the
+    covered lines' own values first, else those of the definition they lie in."""
     last = subject.rsplit(".", 1)[-1]
     for want in claim.values:
-        seen = _relevant(want, last, values)
+        seen = _relevant(want, last, values[0]) or _relevant(want, last, values[1])
         if not seen or any(_same(v, want, facts) for v in seen):
             continue
         if want.kind == "raises":
@@ -300,7 +333,8 @@ def _values_contradicted(claim: Claim, subject: str, values: list[Value], facts:
 
 def _relevant(want: ValueClaim, subject: str, values: list[Value]) -> list[Value]:
     if want.kind == "is":
-        return [v for v in values if v.kind in ("assign", "map") and v.key == subject]
+        key = want.key or subject
+        return [v for v in values if v.kind in ("assign", "map") and v.key == key]
     if want.kind == "maps":
         return [v for v in values if v.kind == "map" and v.key == want.key]
     kind = {"returns": "return", "raises": "raise", "compares": "compare"}[want.kind]
@@ -334,11 +368,15 @@ def _is_a(
     return False if answers and all(a is False for a in answers) else None
 
 
-def _shown(claim: Claim, acts: list[Act], values: list[Value]) -> str:
+def _shown(
+    claim: Claim, subject: str, acts: list[Act], values: tuple[list[Value], list[Value]]
+) -> str:
     """What of the claim the lines show ("" when nothing)."""
     parts = [f"it {v.value}" for v in claim.verbs if holds(v, acts)]
+    last = subject.rsplit(".", 1)[-1]
     for want in claim.values:
-        if any(x.value == want.value for x in values):
+        seen = _relevant(want, last, values[0]) or _relevant(want, last, values[1])
+        if any(x.value == want.value for x in seen):
             parts.append(
                 f"{want.value!r}" if want.kind != "maps" else f"{want.key!r}: {want.value!r}"
             )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pytest_vgate.citations.anchor import parse_python
 from pytest_vgate.citations.claims import Verb
+from pytest_vgate.citations.entities import words
 from pytest_vgate.clip import clip
 
 _RAISE_ASSERTS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
@@ -22,6 +23,10 @@ _COMPOUND = (
     ast.While, ast.With, ast.AsyncWith, ast.Try,
 )  # fmt: skip
 DETAIL_CHARS = 60
+
+
+_DELETERS = words("remove unlink rmtree rmdir delete discard pop popitem clear")
+_IMPORTERS = frozenset({"import_module", "__import__"})
 
 
 @dataclass(frozen=True)
@@ -47,21 +52,19 @@ class Value:
 
 
 def _value(kind: str, line: int, key: str | None, node: ast.AST | None) -> Value:
-    if node is None:  # a bare ``return``
-        return Value(kind, line, key, "None", literal=True)
-    value = shown(node)
-    literal = value is not None and isinstance(node, (ast.Constant, ast.UnaryOp))
-    return Value(kind, line, key, value, literal=literal)
+    return Value(kind, line, key, *shown(node)) if node else Value(kind, line, key, "None", True)
 
 
-def shown(node: ast.AST | None) -> str | None:
-    """A literal as text (a string as itself, else its ``repr``), or a dotted name."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = shown(node.operand)
-        return f"-{inner}" if inner is not None and isinstance(node.operand, ast.Constant) else None
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else repr(node.value)
-    return _name(node) or None if isinstance(node, (ast.Name, ast.Attribute)) else None
+def shown(node: ast.AST | None) -> tuple[str | None, bool]:
+    """(a literal as text: a string as itself, else its ``repr``; or a dotted name, None
+    for anything else), and whether it is a literal."""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _name(node) or None, False
+    try:
+        value = ast.literal_eval(node) if node is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None, False
+    return (value if isinstance(value, str) else repr(value)), True
 
 
 def _values(node: ast.AST) -> list[Value]:
@@ -69,6 +72,13 @@ def _values(node: ast.AST) -> list[Value]:
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return [_value("assign", line, _name(t).rsplit(".", 1)[-1], node.value) for t in targets]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # a parameter's default
+        a = node.args
+        pairs = [
+            *zip(a.args[::-1], a.defaults[::-1], strict=False),
+            *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+        ]
+        return [_value("assign", d.lineno, p.arg, d) for p, d in pairs if d is not None]
     if isinstance(node, ast.Call):
         return [_value("assign", k.value.lineno, k.arg, k.value) for k in node.keywords if k.arg]
     if isinstance(node, ast.Dict):
@@ -93,6 +103,7 @@ class Facts:
     acts: list[Act] = field(default_factory=list)
     values: list[Value] = field(default_factory=list)
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> its bases
+    imported: set[str] = field(default_factory=set)  # names an import binds
     statements: list[tuple[int, int]] = field(default_factory=list)  # simple statements
     definitions: list[tuple[int, int, int]] = field(default_factory=list)  # first, head, end
 
@@ -203,6 +214,8 @@ def python_facts(text: str) -> Facts | None:
         facts.values.extend(_values(node))
         if isinstance(node, ast.ClassDef):
             facts.bases[node.name] = tuple(_name(b) for b in node.bases)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            facts.imported.update((a.asname or a.name).split(".")[0] for a in node.names)
     facts.acts.sort(key=lambda a: (a.line, list(Verb).index(a.verb)))
     return facts
 
@@ -216,6 +229,10 @@ def holds(verb: Verb, acts: list[Act]) -> bool:
         return bool(seen & {Verb.ASSERTS, Verb.ASSERTS_EQUAL, Verb.ASSERTS_RAISES})
     if verb is Verb.ASSERTS_NO_RAISE:
         return not seen & {Verb.RAISES, Verb.ASSERTS_RAISES}
+    if verb in (Verb.DELETES, Verb.IMPORTS):  # also by a call: os.remove, import_module
+        names = _DELETERS if verb is Verb.DELETES else _IMPORTERS
+        called = {a.detail.rsplit(".", 1)[-1] for a in acts if a.verb is Verb.CALLS}
+        return verb in seen or bool(called & names)
     return verb in seen
 
 

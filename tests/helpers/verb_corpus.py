@@ -34,6 +34,12 @@ _VERBS: dict[str, tuple[type[ast.AST], ...]] = {
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _ODD_WORDS = ("throttled", "quota", "broker")  # in no corpus source, in any form
 _RAISE_CALLS = {"raises", "assertRaises"}
+_DELETERS = {"remove", "unlink", "rmtree", "rmdir", "delete", "discard", "pop", "popitem", "clear"}
+
+
+def _called(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,16 @@ class Source:
         self.single = {k for k, n in starts.items() if n == 1}  # one statement starts here
 
     def own_lines(self, fn: Fn, kinds: tuple[type[ast.AST], ...]) -> list[int]:
-        return sorted({n.lineno for n in _own(fn.node) if isinstance(n, kinds)})
+        """Lines of ``fn`` that do it; a call that removes (``d.pop(k)``) deletes too."""
+        removes = ast.Delete in kinds
+        return sorted(
+            {
+                n.lineno
+                for n in _own(fn.node)
+                if isinstance(n, kinds)
+                or (removes and isinstance(n, ast.Call) and _called(n) in _DELETERS)
+            }
+        )
 
     def simple_lines(self, fn: Fn) -> list[int]:
         """First lines of ``fn``'s own simple statements (one statement on the line)."""
