@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from helpers.citation_repo import CitationRepo, make_citation_repo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_vgate.citations import (
     Citation,
@@ -1078,3 +1081,80 @@ def test_forge_links_of_this_repository_are_checked_and_others_listed(tmp_path: 
     assert doc.read_text().splitlines()[1].endswith("/-/blob/fix/x/src/app.py#L4-L5 for `fetch`")
     assert "/src/branch/main/src/app.py#L4)" in doc.read_text()
     assert all(r.ok for r in check_document(tmp_path, doc))
+
+
+# --- --vgate-fix over every form: only the location, byte for byte elsewhere ------------
+
+FUNCS = 12  # fetch_0 .. fetch_11, each `def` + 2 body lines + 2 blank lines
+_P = "src/m.py"
+# Each form with the written location as {a}/{b}; the fix must write the true ones.
+FORMS = (
+    "{p}:{a}", "{p}:{a}-{b}", "{p}:{a}–{b}", "{p}:{a}:7", "{p}#L{a}", "{p}#L{a}-L{b}",
+    "{p}#L{a}-{b}", "`{p}:{a}`", "({p}:{a})",
+    "[the fetch]({p}#L{a})", "[the fetch]({p}#L{a}-L{b})", "[the fetch]({p}:{a})",
+    "[{p}:{a}]({p}#L{a})", "[`{p}#L{a}-L{b}`]({p}#L{a}-L{b})", "[{p}:{a}]({p}:{a})",
+    "[the fetch](<{p}#L{a}>)", '[the fetch]({p}#L{a} "a title")', "[the fetch]({p}#L{a} 'x')",
+    "[the fetch]( {p}#L{a} )", '[the fetch](<{p}#L{a}-L{b}> "t")',
+    "https://github.com/o/r/blob/main/{p}#L{a}", "https://github.com/o/r/blob/main/{p}#L{a}-L{b}",
+    "https://gitlab.com/o/r/-/blob/v1/{p}#L{a}", "https://bitbucket.org/o/r/src/main/{p}#lines-{a}:{b}",
+    "[the fetch](https://github.com/o/r/blob/main/{p}#L{a})",
+    "https://codeberg.org/o/r/src/branch/main/{p}#L{a}-L{b}",
+    "[m.py:{a}]({p}#L{a})", "[src/m.py#L{a}]({p}:{a})", "[see docs/t.md:3 first]({p}#L{a})",
+    "[`other/x.py:3`]({p}#L{a}-L{b})", "[{p}:{a}:2]({p}#L{a})", "[./{p}:{a}](./{p}#L{a})",
+)  # fmt: skip
+REFERENCES = (  # reference definitions; their title or tail names the entity
+    '[r{n}]: {p}#L{a} "`fetch_{k}`"', '[r{n}]: <{p}#L{a}-L{b}> "the `fetch_{k}`"',
+    "[r{n}]: {p}:{a} — `fetch_{k}`",
+)  # fmt: skip
+
+
+def _source() -> str:
+    return "".join(f"def fetch_{k}():\n    x = {k}\n    return x\n\n\n" for k in range(FUNCS))
+
+
+@st.composite
+def drifted_documents(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Lines of a document as written (drifted) and as the fix must leave them."""
+    safe = st.text(st.sampled_from("abc xyz.,;!?'()*_-—é€"), max_size=30)
+    written, fixed = [], []
+    for n in range(draw(st.integers(1, 8))):
+        ending = draw(st.sampled_from(["\n", "\r\n"]))
+        if draw(st.booleans()):
+            junk = draw(safe)
+            written.append(junk + ending)
+            fixed.append(junk + ending)
+        k = draw(st.integers(0, FUNCS - 1))
+        head = 1 + 5 * k
+        shift = draw(
+            st.sampled_from([s for s in (-10, -5, 5, 10) if 1 <= head + s <= 5 * FUNCS - 4])
+        )
+        form = draw(st.sampled_from(FORMS + REFERENCES))
+        if form in REFERENCES:
+            text = form.replace("{n}", str(n)).replace("{k}", str(k))
+        else:
+            lead = draw(st.sampled_from(["- ", "", "1. ", "| "]))
+            text = f"{lead}{form} — `fetch_{k}` {draw(safe)}"
+        written.append(text.format(p=_P, a=head + shift, b=head + shift + 2) + ending)
+        fixed.append(text.format(p=_P, a=head, b=head + 2) + ending)
+    return written, fixed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drifted_documents())
+def test_fix_rewrites_only_the_location_in_every_form_and_converges(
+    doc: tuple[list[str], list[str]],
+) -> None:
+    written, fixed = doc
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "src").mkdir()
+        (root / _P).write_text(_source())
+        answer = root / "answer.md"
+        answer.write_bytes("".join(written).encode())
+        first = check_document(root, answer)
+        fix_documents(first)
+        assert answer.read_bytes().decode() == "".join(fixed)
+        second = check_document(root, answer)
+        assert [r.citation.raw for r in second if r.status is not CitationStatus.VERIFIED] == []
+        assert fix_documents(second) == {}
+        assert answer.read_bytes().decode() == "".join(fixed)

@@ -69,21 +69,31 @@ def decide(sf: SourceFile, c: Citation) -> Located:
     # 3. The entity stands as its own code on the cited lines.
     elif (how := _anchored(sf, named, start, end)) is not None:
         loc = Located(VERIFIED, how)
-    # 4. Drift: the entity within WINDOW lines (a line of it that does the verb said
-    #    first), else the only one of it in the file.
+    # 4. Drift: the entity within WINDOW lines, else the only one of it in the file; where
+    #    that place does not do the verb said, the line near the citation that does.
     else:
         names = ", ".join(f"`{e}`" for e in named)
         problem = f"{names} not on {spot}{width_note(sf, start, end)}"
+        loc = search(sf, named, start, end, problem, near=True, beyond=False)
         facts, claim = sf.facts(), read_claim(c.description)
-        act = _verb_elsewhere(sf, facts, claim, named[0], start, end, problem) if facts else None
-        if act is not None and claim.verbs:
-            loc = Located(CORRECTED, act[0], *act[1])
-        else:
-            loc = search(sf, named, start, end, problem, near=True, beyond=False)
+        if (
+            facts
+            and claim.verbs
+            and loc.status is CORRECTED
+            and not _does(sf, facts, claim, named[0], loc)
+        ):
+            act = _verb_elsewhere(sf, facts, claim, named[0], start, end, problem)
+            loc = Located(CORRECTED, act[0], *act[1]) if act else loc
     if loc.status not in (VERIFIED, CORRECTED):
         return loc
     # 5. Then the description, where the location ended: where it starts, what it does.
     return _describe(sf, c, read_claim(c.description), named[0], loc)
+
+
+def _does(sf: SourceFile, facts: Facts, claim: Claim, subject: str, loc: Located) -> bool:
+    start, end = loc.start or 0, loc.end or 0
+    acts = _scope(sf, facts, _here(claim, facts, start, end), subject, start, end, facts.acts)
+    return any(holds(v, acts) for v in claim.verbs)
 
 
 def _anchored(sf: SourceFile, named: tuple[str, ...], start: int, end: int) -> str | None:
