@@ -952,6 +952,125 @@ def test_a_contradiction_says_what_the_line_does(tmp_path: Path) -> None:
     assert not r.ok
 
 
+SHAPES_SRC = """\
+__version__ = "8.0.2"
+
+_THOUSANDS = {
+    "fr_FR": " ",
+    "de_DE": ".",
+}
+_DECIMAL = {
+    "fr_FR": ",",
+}
+
+info = dict(
+    pairwise=[
+        lambda iterable: None],
+)
+
+
+class _Timer:
+    def __init__(self, timer):
+        self.timer = timer
+
+
+class Cache:
+    def __copy__(self):
+        new = Cache.__new__(Cache)
+        new.timer = _Timer(self.timer)
+        return new
+
+
+def fractional(number):
+    whole, frac = divmod(number, 1)
+    if frac == 1:
+        return f"{whole + 1:.0f}"
+    return f"{whole:.0f} {frac}"
+
+
+def ordinal(value, gender="male"):
+    suffixes = {"male": "th", "female": "e"}
+    return f"{value}{suffixes[gender]}"
+
+
+def natural_list(items):
+    items = [str(item) for item in items]
+    return ", ".join(items)
+"""
+
+
+@pytest.mark.parametrize(
+    ("citation", "expected"),
+    [
+        # the shapes of true claims: verified, whatever words the syntax cannot decide
+        ("m.py:1 — `__version__` is bumped to 8.0.2", ("verified", None, "shown")),
+        ("m.py:12 — `pairwise` is registered with a one-argument signature",
+         ("verified", None, "not-judged")),
+        ("m.py:25 — builds a new `_Timer` around the copied timer",
+         ("verified", None, "not-judged")),
+        ("m.py:32 — `fractional` folds a 1/1 fraction into the whole number",
+         ("verified", None, "not-judged")),
+        ("m.py:37 — `ordinal` is now keyed by gender", ("verified", None, "not-judged")),
+        ("m.py:8 — now maps \"fr_FR\" to a comma", ("verified", None, "shown")),
+        ("m.py:42 — `natural_list` turns any iterable into a list of strings first",
+         ("verified", None, "not-judged")),
+        ("m.py:36 — `gender` defaults to \"male\"", ("verified", None, "shown")),
+        # ... and the same shapes sneaking a value the lines show otherwise
+        ("m.py:1 — `__version__` is bumped to 8.0.3", ("unsupported", None, "contradicted")),
+        ("m.py:1 — `__version__` is bumped from 8.0.2 to 8.0.3",
+         ("unsupported", None, "contradicted")),
+        ("m.py:4 — now maps \"fr_FR\" to a comma", ("unsupported", None, "contradicted")),
+        ("m.py:36 — `gender` defaults to \"female\"", ("unsupported", None, "contradicted")),
+        ("m.py:31 — `fractional` compares `frac` with `0`", ("unsupported", None, "contradicted")),
+        ("m.py:33 — `fractional` yields the parts", ("unsupported", None, "contradicted")),
+        # location first: a drifted true citation is corrected, its description judged there
+        ("m.py:2 — `__version__` is bumped to 8.0.2", ("corrected", "m.py:1", "shown")),
+        ("m.py:10 — `_DECIMAL` now maps \"fr_FR\" to a comma", ("corrected", "m.py:7", "shown")),
+        # a line past the end whose entity is in the file: corrected, a fabrication sign
+        ("m.py:400 — `ordinal` is now keyed by gender", ("corrected", "m.py:36", "not-judged")),
+        ("m.py:400 — `ordinal` returns `None`", ("corrected", "m.py:36", "shown")),
+    ],
+)  # fmt: skip
+def test_the_shapes_of_true_claims_and_the_values_that_contradict_them(
+    tmp_path: Path, citation: str, expected: tuple[str, str | None, str]
+) -> None:
+    r = _one(tmp_path, SHAPES_SRC, citation)
+    got = (r.status.value, r.corrected_to, r.description and r.description.value)
+    assert got == expected, r.reason
+    assert r.beyond_end == (":400 " in citation)
+    assert r.ok == (expected[0] == "verified")
+
+
+def test_a_same_named_entity_in_another_file_never_verifies_a_citation(tmp_path: Path) -> None:
+    """The entity is the one in the cited file: its definition elsewhere, an import of
+    it, or a file of the same name in another folder never stand for it."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "src/m.py").write_text(SHAPES_SRC)
+    (tmp_path / "src/use.py").write_text(
+        "from .m import fractional\n\n\ndef half(x):\n    return fractional(x / 2)\n"
+    )
+    (tmp_path / "lib/m.py").write_text("def natural_list(items):\n    return items\n")
+    doc = tmp_path / "a.md"
+    doc.write_text(
+        "- src/use.py:1 — `fractional` returns the whole number for 1/1\n"
+        "- src/use.py:5 — `fractional` returns the mixed form\n"
+        "- src/use.py:5 — `half` calls `fractional`\n"
+        "- lib/m.py:1 — `fractional` folds a 1/1 fraction\n"
+        "- src/m.py:1 — `natural_list` returns the items unchanged\n"
+        "- pkg/m.py:1 — `natural_list` returns the items\n"
+    )
+    got = [(r.status.value, r.corrected_to) for r in check_document(tmp_path, doc)]
+    assert got == [
+        ("unsupported", None),  # only imported here: what it returns is in src/m.py
+        ("unsupported", None),  # the return on the line is half's
+        ("verified", None),
+        ("dropped", None),  # lib/m.py has no fractional; src/m.py's never verifies it
+        ("corrected", "src/m.py:41"),  # searched in src/m.py only, not in lib/m.py
+        ("dropped", None),  # no pkg/; two m.py hold natural_list: ambiguous
+    ]
+
+
 TEST_SRC = """\
 import pytest
 
