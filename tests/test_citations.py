@@ -1277,3 +1277,60 @@ def test_fix_rewrites_only_the_location_in_every_form_and_converges(
         assert [r.citation.raw for r in second if r.status is not CitationStatus.VERIFIED] == []
         assert fix_documents(second) == {}
         assert answer.read_bytes().decode() == "".join(fixed)
+
+
+VARIANTS_SRC = """\
+import time
+
+
+def fetch(url, retries=3):
+    for attempt in range(retries):
+        try:
+            return url
+        except OSError:
+            time.sleep(2**attempt)
+    raise TimeoutError(url)
+"""
+TRUE_VARIANTS = (
+    "- m.py:4 — `fetch` retries with a backoff",
+    "- m.py:4 – `fetch` retries with a backoff.",
+    "- m.py:4 - `fetch` retries with a backoff",
+    "- m.py:4: `fetch` retries with a backoff",
+    "- `fetch` retries with a backoff (m.py:4).",
+    "- m.py:4 `fetch()` backs off exponentially between attempts",
+    "- [`fetch`](m.py#L4) sleeps 2**attempt seconds",
+    "- [m.py:4](m.py#L4) — `def fetch` is the retry loop",
+    "- m.py:4 — the `fetch` function gives up after `retries` attempts",
+    "- m.py:4 — `fetch` (moved here from the client) is validated against the allow-list",
+    "- m.py:4 — `fetch` returns the url on success",
+    "- m.py:4 — `fetch` raises `TimeoutError` when every attempt fails",
+    "- m.py:4 — `fetch` raises a `LookupError`-free `TimeoutError`, an `OSError`",
+    "- m.py:4 — `retries` defaults to 3",
+    "- m.py:4 — `fetch` is defined here and never raises `KeyError` itself",
+    "- m.py:9 — `fetch` waits between attempts",
+    "- m.py:9 — calls `time.sleep` with a growing delay",
+    "- m.py:4-10 — the whole of `fetch`",
+    "- m.py:7 — `fetch` returns here",
+    "- m.py:10 — `fetch` gives up with `TimeoutError`",
+)
+FALSE_VARIANTS = (
+    "- m.py:4 — `retries` defaults to 5",
+    "- m.py:10 — `fetch` raises `ValueError` when every attempt fails",
+    "- m.py:9 — `fetch` deletes each attempt",
+    "- m.py:4 — `fetch` yields each attempt",
+)
+
+
+def test_a_true_citation_passes_in_every_way_of_describing_it(tmp_path: Path) -> None:
+    """The control of the description variants: separators, places, paraphrases, words
+    no syntax decides, verbs and values the lines show; each one verified. The same
+    citation with a value or verb the lines contradict is unsupported."""
+    (tmp_path / "m.py").write_text(VARIANTS_SRC)
+    doc = tmp_path / "a.md"
+    doc.write_text("\n".join(TRUE_VARIANTS + FALSE_VARIANTS) + "\n")
+    results = check_document(tmp_path, doc)
+    assert len(results) == len(TRUE_VARIANTS) + len(FALSE_VARIANTS)
+    wrong = [(r.citation.line, r.status.value, r.reason) for r in results if not r.ok]
+    assert wrong[: len(wrong) - len(FALSE_VARIANTS)] == []
+    tail = results[len(TRUE_VARIANTS) :]
+    assert [r.status.value for r in tail] == ["unsupported"] * len(FALSE_VARIANTS)

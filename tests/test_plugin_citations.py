@@ -670,3 +670,117 @@ def test_fix_then_a_plain_run_passes_every_fixed_corpus_citation(
     passed = sum(1 for case in cases.values() if case["outcome"] == "passed")
     assert passed == counts[VERIFIED] + counts[CORRECTED]
     assert "- Corrected (line drift): 0" in again.stdout.lines
+
+
+# --- descriptions: judged only where the syntax can, else by a judge, fail-closed -------
+
+JUDGED_SRC = """\
+__version__ = "8.0.2"
+
+
+def ordinal(value, gender="male"):
+    suffixes = {"male": "th", "female": "e"}
+    return f"{value}{suffixes[gender]}"
+"""
+JUDGES = """\
+import time
+
+import pytest
+from pytest_vgate import Outcome
+
+
+@pytest.hookimpl
+def pytest_vgate_judge(gate, context):
+    assert gate.type.value == "semantic" and gate.check.startswith("m.py:")
+    claim = gate.claim
+    if "gender" in claim:
+        return Outcome.passed("keyed by gender: it is")
+    if "quota" in claim:
+        return Outcome.failed("no quota in sight")
+    if "boom" in claim:
+        raise RuntimeError("the judge broke")
+    if "hang" in claim:
+        time.sleep(30)
+    if "junk" in claim:
+        return True
+    return None
+"""
+FIVE = (
+    "VERIFICATION GATE RESULT:", "- Total citations: ", "- Verified at original location: ",
+    "- Corrected (line drift): ", "- Dropped (file/line/content not found): ",
+    "- FABRICATIONS CAUGHT: ",
+)  # fmt: skip
+
+
+def assert_five_contiguous(lines: list[str]) -> None:
+    """The block's first line and its five counts, contiguous and in order, as consumers
+    parse them; the further counts only after the FABRICATIONS line."""
+    start = lines.index("VERIFICATION GATE RESULT:")
+    head = lines[start : start + len(FIVE)]
+    assert [line[: len(label)] for line, label in zip(head, FIVE, strict=True)] == list(FIVE)
+    assert lines[start + 6].startswith("- Unsupported (description contradicted")
+    assert lines[start + 7].startswith("- Descriptions not judged: ")
+
+
+@pytest.mark.slow  # the hanging judge is held to a real deadline
+def test_a_judge_decides_what_the_syntax_cannot_and_fails_closed(
+    pytester: pytest.Pytester, run_vgate: RunVgate
+) -> None:
+    pytester.makefile(".py", m=JUDGED_SRC)
+    pytester.makeconftest(JUDGES)
+    (pytester.path / "answer.md").write_text(
+        "- m.py:5 — `ordinal` is now keyed by gender\n"  # judged: passes
+        "- m.py:5 — `ordinal` is throttled by the quota\n"  # judged: fails
+        "- m.py:5 — `ordinal` goes boom\n"  # the judge raises: error
+        "- m.py:5 — `ordinal` may hang\n"  # the judge hangs: timeout
+        "- m.py:5 — `ordinal` is junk\n"  # junk: fail, broken_test
+        "- m.py:5 — `ordinal` has nothing for the judge\n"  # declined: not judged, passes
+        "- m.py:1 — `__version__` is bumped to 8.0.3\n"  # the syntax decides: no judge
+        "- m.py:1 — `__version__` is bumped to 8.0.2\n"
+    )
+    report = pytester.path / "r.json"
+    result, cases = run_vgate(
+        "--vgate-cite", "answer.md", "--vgate-timeout", "3", f"--vgate-report={report}"
+    )
+    got = [
+        (c["outcome"], c["vgate_citation"], c.get("vgate_description"), c["vgate_mode"],
+         c.get("vgate_cause"))
+        for _, c in sorted(cases.items(), key=lambda kv: int(kv[0].split(":")[0][1:]))
+    ]  # fmt: skip
+    assert got == [
+        ("passed", "verified", "judged", "pass", None),
+        ("failure", "unsupported", "judged", "fail", "product"),
+        ("failure", "unsupported", "judged", "error", "broken_test"),
+        ("failure", "unsupported", "judged", "timeout", "environment"),
+        ("failure", "unsupported", "judged", "fail", "broken_test"),
+        ("passed", "verified", "not-judged", "pass", None),
+        ("failure", "unsupported", "contradicted", "fail", "product"),
+        ("passed", "verified", "shown", "pass", None),
+    ]
+    assert result.ret == 1
+    entries = read_report(report)["citations"]
+    assert [e["description"] for e in entries] == [c[2] for c in got]
+    assert "no quota in sight" in entries[1]["description_reason"]
+    lines = result.stdout.lines
+    assert_five_contiguous(lines)
+    assert "- Descriptions not judged: 1" in lines
+
+
+def test_the_block_is_the_same_shape_merged(
+    repo: CitationRepo, run_vgate: RunVgate, tmp_path: Path
+) -> None:
+    """The five counts stay contiguous in a session's summary and in the merge of its
+    report (``python -m pytest_vgate merge``), and both print the same block."""
+    import subprocess
+
+    report = tmp_path / "shard.json"
+    result, _ = run_vgate("--vgate-cite", DOC, f"--vgate-report={report}")
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_vgate", "merge", str(report)],
+        cwd=repo.root, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    lines, merged_lines = result.stdout.lines, merged.stdout.splitlines()
+    assert_five_contiguous(lines)
+    assert_five_contiguous(merged_lines)
+    start, other = lines.index(FIVE[0]), merged_lines.index(FIVE[0])
+    assert merged_lines[other : other + 8] == lines[start : start + 8]

@@ -164,6 +164,10 @@ def _value_claims(description: str) -> tuple[ValueClaim, ...]:
                 continue
             if kind == "raises" and (value[1] or not value[0][:1].isupper()):
                 continue  # an exception is a class name
+            if kind == "raises":  # "raises `KeyError` or `IndexError`": any of them
+                clause = re.split(r"[.;]", description[m.end() :], maxsplit=1)[0]
+                more = [n for n in re.findall(r"`([A-Z]\w*)`", clause) if n != value[0]]
+                value = ("|".join([value[0], *more]), False)
             name = m.groupdict().get("name")  # "sets `x` to 3": the key is x
             out.append(ValueClaim(kind, value[0], value[1], key[0] if key else name))
     return tuple(dict.fromkeys(out))
