@@ -73,7 +73,8 @@ _HERE_RE = re.compile(r"\b(?:here|this line|on line \d+|at line \d+)\b")
 # True/False/None, or a character by its name ("a comma").
 _VALUE = (
     r"(?:`(?P<{0}t>[^`]+)`|\"(?P<{0}d>[^\"\n]*)\"|(?<!\w)'(?P<{0}s>[^'\n]*)'(?!\w)"
-    r"|(?P<{0}n>-?\d+(?:\.\d+)*)(?![\w.]*\w)|\b(?P<{0}w>True|False|None)\b"
+    r"|(?<![\w.])(?P<{0}n>-?\d+(?:\.\d+){{2,}}(?:[\w.+-]*\w)?|-?\d+(?:\.\d+)?)(?![\d.]\d)"
+    r"|\b(?P<{0}w>True|False|None)\b"
     r"|(?:\b(?:an?|the)\s+)?\b(?P<{0}c>comma|space|dot|period|colon|semicolon|empty string"
     r"|underscore|hyphen|dash|slash))"
 )
@@ -144,7 +145,7 @@ def _value(m: re.Match[str], g: str) -> tuple[str, bool] | None:
             return m.group(g + kind), True
     if m.group(g + "n") is not None:
         text = m.group(g + "n")
-        return (text if text.count(".") > 1 else repr(ast.literal_eval(text))), True
+        return (text if text.count(".") > 1 else repr(ast.literal_eval(text))), True  # 8.0.2rc1
     if m.group(g + "w") is not None:
         return m.group(g + "w"), True
     if m.group(g + "c") is not None:

@@ -1,6 +1,8 @@
 """The status of one citation of a file that exists, in the order ``docs/citations.md``
 writes the rules: location first (the lines exist, a line past the end, the entity at
-the cited lines, drift), then the description (where it starts, its verbs, its values).
+the cited lines, drift: within ±``WINDOW`` lines the nearest definition, else the
+nearest occurrence; then a unique one in the file), then the description (where it
+starts, its verbs, its values).
 
 ``decide`` is that order, read top to bottom. A description fails a citation only where
 the covered lines' syntax contradicts it (``unsupported``); words the syntax cannot decide
@@ -10,21 +12,21 @@ leave it ``not-judged``, verified for its location and entity.
 from __future__ import annotations
 
 import builtins
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from pytest_vgate.citations.anchor import prose_words, strong
-from pytest_vgate.citations.claims import Claim, ValueClaim, Verb, read_claim
-from pytest_vgate.citations.locate import (
-    WINDOW,
-    Located,
-    distance,
-    prose_problem,
-    search,
-    width_note,
+from pytest_vgate.citations.anchor import (
+    PLAIN_MAX_LINES,
+    PROSE_MAX_LINES,
+    is_blank,
+    prose_words,
+    slack,
+    strong,
+    whole_file,
 )
+from pytest_vgate.citations.claims import Claim, ValueClaim, Verb, read_claim
 from pytest_vgate.citations.parse import Citation
-from pytest_vgate.citations.source import SourceFile
+from pytest_vgate.citations.source import EntityHits, SourceFile
 from pytest_vgate.citations.syntax import Act, Facts, Value, holds, what_it_does
 from pytest_vgate.verdict import CitationDescription, CitationStatus
 
@@ -38,6 +40,132 @@ CONTRADICTED = CitationDescription.CONTRADICTED
 NOT_JUDGED = CitationDescription.NOT_JUDGED
 T = TypeVar("T", Act, Value)
 _Move = tuple[CitationStatus, str, tuple[int, int] | None]
+
+
+WINDOW = 20
+
+
+@dataclass(frozen=True)
+class Located:
+    """The verdict on one file: ``start``/``end`` are the true location when corrected."""
+
+    status: CitationStatus
+    reason: str
+    start: int | None = None
+    end: int | None = None
+    candidates: tuple[int, ...] = ()
+    beyond_end: bool = False
+    description: CitationDescription | None = None  # what became of the description
+    description_reason: str = ""
+
+
+def distance(line: int, start: int, end: int) -> int:
+    return start - line if line < start else line - end
+
+
+def _nearest(lines: tuple[int, ...], start: int, end: int) -> tuple[int, ...]:
+    near = [n for n in lines if start - WINDOW <= n <= end + WINDOW]
+    if not near:
+        return ()
+    best = min(distance(n, start, end) for n in near)
+    return tuple(n for n in near if distance(n, start, end) == best)
+
+
+def _shifted(sf: SourceFile, hits: EntityHits, line: int, length: int) -> tuple[int, int]:
+    """The corrected (start, end): a range keeps its length, anchored at the definition,
+    unless that length is implausible for what was found (then the definition's span)."""
+    if length == 0:
+        return line, line
+    span = next(((s, e) for s, e in hits.spans if s <= line <= e and line in hits.defs), None)
+    if span is None:
+        return (line, line + length) if length < PLAIN_MAX_LINES else (line, line)
+    start, end = span
+    size = end - start + 1
+    if length + 1 > size + slack(size):
+        return start, end
+    return start, min(start + length, max(sf.line_count, start))
+
+
+def search(
+    sf: SourceFile,
+    named: tuple[str, ...],
+    start: int,
+    end: int,
+    problem: str,
+    *,
+    near: bool,
+    beyond: bool,
+) -> Located:
+    """The entities are not on the cited lines (``problem`` says why): the first one that
+    occurs in the file decides, corrected to one line or dropped as ambiguous."""
+    length = max(end - start, 0)
+    for entity in named:
+        hits = sf.hits(entity)
+        if not hits.found:
+            continue
+        found = _search(hits, start, end, near=near)
+        if len(found) == 1:
+            new_start, new_end = _shifted(sf, hits, found[0], length)
+            kind = "defined" if found[0] in hits.defs else "found"
+            why = f"`{entity}` is {kind} at line {found[0]}"
+            if (new_start, new_end) == (start, end):
+                return Located(CitationStatus.VERIFIED, why)  # never "corrected" to itself
+            return Located(
+                CitationStatus.CORRECTED,
+                f"{problem}; {why}",
+                new_start,
+                new_end,
+                beyond_end=beyond,
+            )
+        lines = ", ".join(str(x) for x in found)
+        return Located(
+            CitationStatus.DROPPED,
+            f"{problem}; `{entity}` is ambiguous: {len(found)} candidates (lines {lines})",
+            candidates=found,
+            beyond_end=beyond,
+        )
+    names = ", ".join(f"`{e}`" for e in named)
+    return Located(
+        CitationStatus.FABRICATED if beyond else CitationStatus.DROPPED,
+        f"{problem}; {names} not found as code anywhere in the file",
+        beyond_end=beyond,
+    )
+
+
+def width_note(sf: SourceFile, start: int, end: int) -> str:
+    if whole_file(start, end, sf.line_count):
+        return " (the range covers the whole file, too wide for what it names)"
+    if all(not sf.code_line(k) for k in range(start, end + 1)):
+        return " (blank or comment lines only)"
+    return ""
+
+
+def prose_problem(sf: SourceFile, start: int, end: int, where: str, prose: list[str]) -> str:
+    if whole_file(start, end, sf.line_count) or end - start + 1 > PROSE_MAX_LINES:
+        return (
+            f"{where} is too wide for a description that names no code "
+            f"(at most {PROSE_MAX_LINES} lines); cite the lines it describes"
+        )
+    if all(is_blank(sf.lines[k - 1]) for k in range(start, end + 1)):
+        return f"{where} is blank; the description names nothing to search for"
+    said = ", ".join(repr(w) for w in prose[:6])
+    return (
+        f"none of the description's words ({said}) is on {where}, and it names no code "
+        "to search for"
+    )
+
+
+def _search(hits: EntityHits, start: int, end: int, *, near: bool) -> tuple[int, ...]:
+    """One line (a correction) or several (ambiguous); never empty when ``hits.found``."""
+    if near:
+        for pool in (hits.defs, hits.matches):
+            close = _nearest(pool, start, end)
+            if close:
+                return close
+    for pool in (hits.defs, hits.matches):
+        if pool:
+            return pool
+    return ()
 
 
 def where(start: int, end: int) -> str:
@@ -75,25 +203,19 @@ def decide(sf: SourceFile, c: Citation) -> Located:
         names = ", ".join(f"`{e}`" for e in named)
         problem = f"{names} not on {spot}{width_note(sf, start, end)}"
         loc = search(sf, named, start, end, problem, near=True, beyond=False)
-        facts, claim = sf.facts(), read_claim(c.description)
-        if (
-            facts
-            and claim.verbs
-            and loc.status is CORRECTED
-            and not _does(sf, facts, claim, named[0], loc)
-        ):
-            act = _verb_elsewhere(sf, facts, claim, named[0], start, end, problem)
+        facts, claim, (s, e) = sf.facts(), read_claim(c.description), (loc.start, loc.end)
+        if facts and claim.verbs and loc.status is CORRECTED and s and e:
+            acts = _scope(sf, facts, _here(claim, facts, s, e), named[0], s, e, facts.acts)
+            act = (
+                None
+                if any(holds(v, acts) for v in claim.verbs)
+                else _verb_elsewhere(sf, facts, claim, named[0], start, end, problem)
+            )
             loc = Located(CORRECTED, act[0], *act[1]) if act else loc
     if loc.status not in (VERIFIED, CORRECTED):
         return loc
     # 5. Then the description, where the location ended: where it starts, what it does.
     return _describe(sf, c, read_claim(c.description), named[0], loc)
-
-
-def _does(sf: SourceFile, facts: Facts, claim: Claim, subject: str, loc: Located) -> bool:
-    start, end = loc.start or 0, loc.end or 0
-    acts = _scope(sf, facts, _here(claim, facts, start, end), subject, start, end, facts.acts)
-    return any(holds(v, acts) for v in claim.verbs)
 
 
 def _anchored(sf: SourceFile, named: tuple[str, ...], start: int, end: int) -> str | None:
@@ -282,28 +404,25 @@ def _verb_elsewhere(
 def _starts(sf: SourceFile, subject: str, start: int, end: int) -> _Move | None:
     """None when the lines begin at a definition of ``subject``; else where it does."""
     hits = sf.hits(subject)
-    heads = set(hits.defs)
+    heads = sorted(hits.defs)
     if start in heads or start in {s for s, _e in hits.spans}:
         return None
     said = f"the description says where `{subject}` starts; {where(start, end)} is not its "
     said += "definition line"
-    length = end - start
-    enclosing = [(s, e) for s, e in hits.spans if s <= start and end <= e]
-    if enclosing:
-        s, _e = max(enclosing)
-        head = min(h for h in heads if h >= s)
-        return CORRECTED, f"{said}; `{subject}` is defined at line {head}", (head, head + length)
-    near = [h for h in heads if start - WINDOW <= h <= end + WINDOW]
-    pool = near or list(heads)
+    enclosing = [s for s, e in hits.spans if s <= start and end <= e]
+    if enclosing:  # the definition that holds the lines
+        pool = [min(h for h in heads if h >= max(enclosing))]
+    else:
+        pool = [h for h in heads if start - WINDOW <= h <= end + WINDOW] or heads
     if not pool:
         return DROPPED, f"{said}, and no definition of `{subject}` is in the file", None
     best = min(distance(h, start, end) for h in pool)
-    nearest = sorted(h for h in pool if distance(h, start, end) == best)
-    if len(nearest) == 1 or (not near and len(pool) == 1):
-        head = nearest[0]
-        return CORRECTED, f"{said}; `{subject}` is defined at line {head}", (head, head + length)
-    lines = ", ".join(str(h) for h in nearest)
-    return DROPPED, f"{said}; `{subject}` is defined at lines {lines}: ambiguous", None
+    nearest = [h for h in pool if distance(h, start, end) == best]
+    if len(nearest) > 1:
+        lines = ", ".join(map(str, nearest))
+        return DROPPED, f"{said}; `{subject}` is defined at lines {lines}: ambiguous", None
+    head = nearest[0]
+    return CORRECTED, f"{said}; `{subject}` is defined at line {head}", (head, head + end - start)
 
 
 def _values_contradicted(
@@ -355,12 +474,20 @@ def _relevant(want: ValueClaim, subject: str, values: list[Value]) -> list[Value
 def _same(v: Value, want: ValueClaim, facts: Facts) -> bool | None:
     """Whether ``v`` is the value said (None: cannot tell)."""
     if want.kind != "raises":
-        return v.value == want.value
+        return _equal(v.value, want.value)
     if v.value is None:
         return None
     raised = v.value.rsplit(".", 1)[-1]
     answers = {_is_a(raised, w.rsplit(".", 1)[-1], facts.bases, ()) for w in want.value.split("|")}
     return True if True in answers else None if None in answers else False
+
+
+def _equal(a: str | None, b: str) -> bool:
+    """The same value; numbers by their value (``30`` is ``30.0``)."""
+    try:
+        return a == b or (a is not None and float(a) == float(b))
+    except ValueError:
+        return False
 
 
 def _is_a(
@@ -389,7 +516,7 @@ def _shown(
     last = subject.rsplit(".", 1)[-1]
     for want in claim.values:
         seen = _relevant(want, last, values[0]) or _relevant(want, last, values[1])
-        if any(x.value == want.value for x in seen):
+        if any(_equal(x.value, want.value) for x in seen):
             parts.append(
                 f"{want.value!r}" if want.kind != "maps" else f"{want.key!r}: {want.value!r}"
             )

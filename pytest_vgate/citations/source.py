@@ -126,10 +126,6 @@ class SourceFile:
     def line(self, number: int) -> str | None:
         return self.lines[number - 1] if 1 <= number <= len(self.lines) else None
 
-    def line_has(self, number: int, term: str) -> bool:
-        text = self.line(number)
-        return text is not None and next(find_term(text, term), None) is not None
-
     @property
     def is_python(self) -> bool:
         return self.rel.endswith((".py", ".pyi", ".pyw"))

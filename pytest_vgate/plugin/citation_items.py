@@ -158,8 +158,6 @@ def _fixed_record(fixed: Any) -> tuple[str | None, CitationResult | None]:
     """(the location before --vgate-fix, the result checking it gave) of a fixed citation."""
     from pytest_vgate.citations import CitationResult
 
-    if isinstance(fixed, str):
-        return fixed, None
     if isinstance(fixed, dict):
         original = fixed.get("result")
         return (
