@@ -2,7 +2,7 @@
 release diffs: humanize 4.7.0 -> 4.8.0, toolz 0.12.0 -> 0.12.1, click 8.0.1 -> 8.0.2.
 
 The cited files are the new release's, shipped in ``tests/data/release_corpus`` as
-``NAME.py.txt`` (so that neither pytest nor the linters take them for ours; licenses and
+``NAME.py.src`` (so that neither pytest nor the linters take them for ours; licenses and
 provenance in ``tests/data/README.md``) and laid out under a root per library as in the
 project's repository. Each row is one line of an answer, its true status, the true
 location when it is corrected, the word its description gets, and why, as read by hand
@@ -488,7 +488,7 @@ ROWS: tuple[Row, ...] = (
 def lay_out(root: Path, library: str) -> None:
     for name, rel in LAYOUT[library].items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(DATA / library / f"{name}.txt", root / rel)
+        shutil.copyfile(DATA / library / f"{name}.src", root / rel)
 
 
 @dataclass
