@@ -109,10 +109,8 @@ class CitationItem(pytest.Item):
     def _judge(
         self, verdict: Verdict, result: CitationResult, timeout: float
     ) -> tuple[Verdict, CitationResult]:
-        """A description the syntax cannot decide goes to the ``pytest_vgate_judge``
-        implementations, as a ``semantic`` gate whose claim is the description and whose
-        check is the location. No answer leaves it not judged; an answer decides it, and
-        a judge that raises, hangs or returns junk fails the citation with that mode."""
+        """A description no syntax decides goes to the judges as a ``semantic`` gate (claim:
+        the description, check: the location); fail-closed, as for gates."""
         hook = self.ihook.pytest_vgate_judge
         if not hook.get_hookimpls():
             return verdict, result
@@ -134,9 +132,9 @@ class CitationItem(pytest.Item):
         context = JudgeContext(self.root, Where.CURRENT, timeout, time.monotonic() + timeout)
         answer = ask_judges(hook, gate, context)
         judged = verdict_from_judgment(answer[1], answer[0], timeout) if answer else None
-        if judged is None:
+        if judged is None or answer is None:
             return verdict, result  # every judge declined
-        said = f"judged by {answer[0] if answer else '?'}: {judged.detail or judged.mode.value}"
+        said = f"judged by {answer[0]}: {judged.detail or judged.mode.value}"
         if judged.ok:
             return verdict, replace(result, description=JUDGED, description_reason=said)
         return judged, replace(
