@@ -20,7 +20,7 @@ from typing import Any, Literal, final
 
 from pytest_vgate.gatesfile.model import GateType
 from pytest_vgate.jsonable import Jsonable, JsonShapeError, StrEnum, from_json, rounded
-from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
+from pytest_vgate.verdict import Cause, CitationDescription, CitationStatus, Mode, Rbg
 
 
 @final
@@ -185,6 +185,8 @@ class CitationPayload(Jsonable):
     result: JsonObject  # CitationResult.to_dict()
     original: JsonObject | None = None  # what checking it found before --vgate-fix
     nodeid: str | None = None
+    description: CitationDescription | None = None  # None: the location failed first
+    description_reason: str = ""
     kind: Literal[PayloadKind.CITATION] = PayloadKind.CITATION
 
 

@@ -59,8 +59,17 @@ class CitationStatus(StrEnum):
     CORRECTED = "corrected"
     DROPPED = "dropped"
     FABRICATED = "fabricated"
-    UNSUPPORTED = "unsupported"  # the entity is there; the description's words are not
+    UNSUPPORTED = "unsupported"  # the entity is there; the lines' syntax contradicts it
     NOT_AUDITED = "not-audited"  # a forge link to a file that is not in this repository
+
+
+class CitationDescription(StrEnum):
+    """What became of a citation's description (junit ``vgate_description``)."""
+
+    SHOWN = "shown"  # the covered lines' syntax supports its checkable part
+    CONTRADICTED = "contradicted"  # their syntax shows otherwise: the status is unsupported
+    NOT_JUDGED = "not-judged"  # nothing in it the syntax can decide; it passes
+    JUDGED = "judged"  # a pytest_vgate_judge implementation decided it
 
 
 DEFAULT_CAUSE: Mapping[Mode, Cause | None] = {

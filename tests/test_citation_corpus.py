@@ -1,4 +1,6 @@
-"""The labelled corpus (``helpers/citation_corpus.py``): figures per status over real code.
+"""The labelled corpora: figures per status over real code (``helpers/citation_corpus.py``)
+and over PR answers about three libraries' release diffs
+(``helpers/citation_release_corpus.py``).
 
 The corpus cites the installed sources of pytest, pluggy and the standard library in
 every situation the checker must tell apart; the figures in ``docs/citations.md`` are
@@ -20,6 +22,10 @@ from helpers.citation_corpus import (
     measure,
     render_table,
 )
+from helpers.citation_release_corpus import Measured
+from helpers.citation_release_corpus import docs_table as release_docs_table
+from helpers.citation_release_corpus import measure as measure_release
+from helpers.citation_release_corpus import render_table as render_release
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +160,63 @@ def test_the_corpus_is_deterministic(tmp_path: Path) -> None:
     second = build_corpus(tmp_path / "b")
     assert first[1] == second[1] and first[2] == second[2]
     assert first[0].read_bytes() == second[0].read_bytes()
+
+
+# --- the release corpus: PR answers about three libraries' release diffs ----------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Measured:
+    return measure_release(tmp_path_factory.mktemp("release"))
+
+
+def test_release_corpus_every_citation_gets_its_label(release: Measured) -> None:
+    """Status, correction and the description's word, as labelled by hand."""
+    assert release.wrong() == []
+
+
+def test_release_corpus_no_true_citation_fails_and_no_false_one_is_verified(
+    release: Measured,
+) -> None:
+    true_failing = [r.text for r, got, _, _ in release.rows if r.status == "verified" != got]
+    false_verified = [r.text for r, got, _, _ in release.rows if got == "verified" != r.status]
+    assert (true_failing, false_verified) == ([], [])
+
+
+def test_release_corpus_is_large_and_varied(release: Measured) -> None:
+    libraries = Counter(row.library for row, _, _, _ in release.rows)
+    assert len(release.rows) >= 200 and len(libraries) >= 3, libraries
+    assert all(n >= 40 for n in libraries.values()), libraries
+    given = Counter(status for _, status, _, _ in release.rows)
+    assert all(given[s] >= 3 for s in ("verified", "corrected", "dropped", "fabricated"))
+    assert given["unsupported"] >= 20
+    words = Counter(desc for _, _, _, desc in release.rows)
+    assert all(words[w] >= 20 for w in ("shown", "contradicted", "not-judged")), words
+
+
+def test_release_corpus_fix_converges(tmp_path: Path) -> None:
+    """--vgate-fix on each library's answer: one pass, then nothing to fix, and every
+    corrected citation verifies or (its description contradicted) is unsupported."""
+    from pytest_vgate.citations import CitationChecker, fix_documents, parse_citations
+
+    measure_release(tmp_path)
+    for library in ("humanize", "toolz", "click"):
+        answer = tmp_path / library / "answer.md"
+        first = CitationChecker(answer.parent).check_all(parse_citations(answer))
+        corrected = {r.citation.line for r in first if r.status.value == "corrected"}
+        assert corrected and fix_documents(first) == {answer: len(corrected)}
+        second = CitationChecker(answer.parent).check_all(parse_citations(answer))
+        assert [r.citation.raw for r in second if r.status.value == "corrected"] == []
+        assert all(
+            r.status.value in ("verified", "unsupported")
+            for r in second
+            if r.citation.line in corrected
+        )
+        assert fix_documents(second) == {}
+
+
+def test_release_docs_table_is_the_measured_one(release: Measured) -> None:
+    assert release_docs_table() == render_release(release), (
+        "docs/citations.md is out of date: run "
+        "python tests/helpers/citation_release_corpus.py --write-docs"
+    )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from helpers.citation_repo import CitationRepo, make_citation_repo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pytest_vgate.citations import (
     Citation,
@@ -20,7 +23,9 @@ from pytest_vgate.citations import (
     split_lines,
     summary_block,
 )
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.verdict import CitationDescription, CitationStatus
+
+NOT_JUDGED = CitationDescription.NOT_JUDGED
 
 
 @pytest.fixture(params=["walk", "git"])
@@ -116,24 +121,27 @@ def test_summary_block_counts_and_lists_fabrications(repo: CitationRepo) -> None
     ]
     block = summary_block(results, repo.root)
     lines = block.split("\n")
-    assert lines[:6] == [
+    assert lines[:5] == [
         "VERIFICATION GATE RESULT:",
         f"- Total citations: {len(statuses)}",
         f"- Verified at original location: {statuses.count('verified')}",
         f"- Corrected (line drift): {statuses.count('corrected')}",
         "- Dropped (file/line/content not found): "
         f"{statuses.count('dropped') + statuses.count('fabricated')}",
-        "- Unsupported (description not shown by the cited lines): "
-        f"{statuses.count('unsupported')}",
     ]
-    assert len(lines) == 7
-    assert lines[6].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
-    entries = lines[6].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
+    assert len(lines) == 8
+    assert lines[5].startswith("- FABRICATIONS CAUGHT: Y — docs/answer.md:")
+    assert lines[6:] == [
+        "- Unsupported (description contradicted by the cited lines): "
+        f"{statuses.count('unsupported')}",
+        f"- Descriptions not judged: {sum(r.description is NOT_JUDGED for r in results)}",
+    ]
+    entries = lines[5].removeprefix("- FABRICATIONS CAUGHT: Y — ").split("; ")
     assert len(entries) == len(caught) == 4
     for entry, (name, case) in zip(entries, caught, strict=True):
         line = name.split(":")[1]
         assert entry.startswith(f"docs/answer.md:{line} {case.location} (")
-    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[6]
+    assert "line beyond end of 386-line file, found at src/app.py:385" in lines[5]
 
 
 def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
@@ -144,7 +152,9 @@ def test_summary_block_without_fabrications_says_n(tmp_path: Path) -> None:
     assert block == (
         "VERIFICATION GATE RESULT:\n- Total citations: 2\n- Verified at original location: 1\n"
         "- Corrected (line drift): 0\n- Dropped (file/line/content not found): 1\n"
-        "- Unsupported (description not shown by the cited lines): 0\n- FABRICATIONS CAUGHT: N"
+        "- FABRICATIONS CAUGHT: N\n"
+        "- Unsupported (description contradicted by the cited lines): 0\n"
+        "- Descriptions not judged: 1"
     )
 
 
@@ -907,25 +917,25 @@ def fetch(url, retries=3):
 @pytest.mark.parametrize(
     ("citation", "expected"),
     [
-        # "returns" where the line raises: no returning line of `cached` says the rest
-        ("m.py:4 — `cached` returns the function when the cache is None", ("dropped", None)),
+        # "returns" where the line raises: the description is wrong about the line
+        ("m.py:4 — `cached` returns the function when the cache is None", ("unsupported", None)),
         # ... a bare "returns": the nearest line of `cached` that returns
         ("m.py:4 — `cached` returns here", ("corrected", "m.py:9")),
         ("m.py:9 — `cached` returns the decorator", ("verified", None)),
         ("m.py:15 — `fetch` raises here", ("corrected", "m.py:18")),
         ("m.py:18 — `fetch` raises `TimeoutError`", ("verified", None)),
         ("m.py:12 — `fetch` returns", ("verified", None)),  # the def line: its body returns
-        ("m.py:17 — `fetch` yields here", ("dropped", None)),
+        ("m.py:17 — `fetch` yields here", ("unsupported", None)),  # nothing near yields
         # where it starts
         ("m.py:17 — `fetch` is defined here", ("corrected", "m.py:12")),
         ("m.py:17 — `fetch` starts here", ("corrected", "m.py:12")),
         ("m.py:13 — the signature of `fetch`", ("corrected", "m.py:12")),
         ("m.py:12 — the signature of `fetch`", ("verified", None)),
         ("m.py:17 — `fetch` sleeps between attempts", ("verified", None)),
-        # behaviour words the lines never show
-        ("m.py:15 — `url` is validated against the allow-list here", ("unsupported", None)),
+        # words the syntax cannot decide never fail a citation
+        ("m.py:15 — `url` is validated against the allow-list here", ("verified", None)),
         ("m.py:15 — `url` is returned unchanged here", ("verified", None)),  # it is
-        ("m.py:17 — `fetch` is throttled by the quota broker", ("unsupported", None)),
+        ("m.py:17 — `fetch` is throttled by the quota broker", ("verified", None)),
     ],
 )
 def test_the_description_s_verbs_starts_and_words(
@@ -937,8 +947,131 @@ def test_the_description_s_verbs_starts_and_words(
 
 def test_a_contradiction_says_what_the_line_does(tmp_path: Path) -> None:
     r = _one(tmp_path, CACHE_SRC, "m.py:4 — `cached` returns the function when the cache is None")
-    assert r.reason.startswith("the description says returns; line 4 raises TypeError"), r.reason
+    assert "the description says returns; line 4 raises TypeError" in r.reason, r.reason
+    assert r.description is CitationDescription.CONTRADICTED
     assert not r.ok
+
+
+SHAPES_SRC = """\
+__version__ = "8.0.2"
+
+_THOUSANDS = {
+    "fr_FR": " ",
+    "de_DE": ".",
+}
+_DECIMAL = {
+    "fr_FR": ",",
+}
+
+info = dict(
+    pairwise=[
+        lambda iterable: None],
+)
+
+
+class _Timer:
+    def __init__(self, timer):
+        self.timer = timer
+
+
+class Cache:
+    def __copy__(self):
+        new = Cache.__new__(Cache)
+        new.timer = _Timer(self.timer)
+        return new
+
+
+def fractional(number):
+    whole, frac = divmod(number, 1)
+    if frac == 1:
+        return f"{whole + 1:.0f}"
+    return f"{whole:.0f} {frac}"
+
+
+def ordinal(value, gender="male"):
+    suffixes = {"male": "th", "female": "e"}
+    return f"{value}{suffixes[gender]}"
+
+
+def natural_list(items):
+    items = [str(item) for item in items]
+    return ", ".join(items)
+"""
+
+
+@pytest.mark.parametrize(
+    ("citation", "expected"),
+    [
+        # the shapes of true claims: verified, whatever words the syntax cannot decide
+        ("m.py:1 — `__version__` is bumped to 8.0.2", ("verified", None, "shown")),
+        ("m.py:12 — `pairwise` is registered with a one-argument signature",
+         ("verified", None, "not-judged")),
+        ("m.py:25 — builds a new `_Timer` around the copied timer",
+         ("verified", None, "not-judged")),
+        ("m.py:32 — `fractional` folds a 1/1 fraction into the whole number",
+         ("verified", None, "not-judged")),
+        ("m.py:37 — `ordinal` is now keyed by gender", ("verified", None, "not-judged")),
+        ("m.py:8 — now maps \"fr_FR\" to a comma", ("verified", None, "shown")),
+        ("m.py:42 — `natural_list` turns any iterable into a list of strings first",
+         ("verified", None, "not-judged")),
+        ("m.py:36 — `gender` defaults to \"male\"", ("verified", None, "shown")),
+        # ... and the same shapes sneaking a value the lines show otherwise
+        ("m.py:1 — `__version__` is bumped to 8.0.3", ("unsupported", None, "contradicted")),
+        ("m.py:1 — `__version__` is bumped from 8.0.2 to 8.0.3",
+         ("unsupported", None, "contradicted")),
+        ("m.py:1 — `__version__` is bumped to 8.0.2rc1", ("unsupported", None, "contradicted")),
+        ("m.py:1 — `__version__` is bumped to 8.0.2.", ("verified", None, "shown")),
+        ("m.py:1 — `__version__` is bumped to `\"8.0.20\"`", ("unsupported", None, "contradicted")),
+        ("m.py:4 — now maps \"fr_FR\" to a comma", ("unsupported", None, "contradicted")),
+        ("m.py:36 — `gender` defaults to \"female\"", ("unsupported", None, "contradicted")),
+        ("m.py:31 — `fractional` compares `frac` with `0`", ("unsupported", None, "contradicted")),
+        ("m.py:33 — `fractional` yields the parts", ("unsupported", None, "contradicted")),
+        # location first: a drifted true citation is corrected, its description judged there
+        ("m.py:2 — `__version__` is bumped to 8.0.2", ("corrected", "m.py:1", "shown")),
+        ("m.py:10 — `_DECIMAL` now maps \"fr_FR\" to a comma", ("corrected", "m.py:7", "shown")),
+        # a line past the end whose entity is in the file: corrected, a fabrication sign
+        ("m.py:400 — `ordinal` is now keyed by gender", ("corrected", "m.py:36", "not-judged")),
+        ("m.py:400 — `ordinal` returns `None`", ("corrected", "m.py:36", "shown")),
+    ],
+)  # fmt: skip
+def test_the_shapes_of_true_claims_and_the_values_that_contradict_them(
+    tmp_path: Path, citation: str, expected: tuple[str, str | None, str]
+) -> None:
+    r = _one(tmp_path, SHAPES_SRC, citation)
+    got = (r.status.value, r.corrected_to, r.description and r.description.value)
+    assert got == expected, r.reason
+    assert r.beyond_end == (":400 " in citation)
+    assert r.ok == (expected[0] == "verified")
+
+
+def test_a_same_named_entity_in_another_file_never_verifies_a_citation(tmp_path: Path) -> None:
+    """The entity is the one in the cited file: its definition elsewhere, an import of
+    it, or a file of the same name in another folder never stand for it."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "src/m.py").write_text(SHAPES_SRC)
+    (tmp_path / "src/use.py").write_text(
+        "from .m import fractional\n\n\ndef half(x):\n    return fractional(x / 2)\n"
+    )
+    (tmp_path / "lib/m.py").write_text("def natural_list(items):\n    return items\n")
+    doc = tmp_path / "a.md"
+    doc.write_text(
+        "- src/use.py:1 — `fractional` returns the whole number for 1/1\n"
+        "- src/use.py:5 — `fractional` returns the mixed form\n"
+        "- src/use.py:5 — `half` calls `fractional`\n"
+        "- lib/m.py:1 — `fractional` folds a 1/1 fraction\n"
+        "- src/m.py:1 — `natural_list` returns the items unchanged\n"
+        "- pkg/m.py:1 — `natural_list` returns the items\n"
+    )
+    got = [(r.status.value, r.corrected_to) for r in check_document(tmp_path, doc)]
+    assert got == [
+        ("unsupported", None),  # only imported here: what it returns is in src/m.py
+        ("unsupported", None),  # the return on the line is half's
+        ("verified", None),
+        ("dropped", None),  # lib/m.py has no fractional; src/m.py's never verifies it
+        ("corrected", "src/m.py:41"),  # searched in src/m.py only, not in lib/m.py
+        ("dropped", None),  # no pkg/; two m.py hold natural_list: ambiguous
+    ]
 
 
 TEST_SRC = """\
@@ -963,14 +1096,18 @@ def test_bad_step():
     ("citation", "expected"),
     [
         ("t.py:4 — `test_iterating_is_safe` checks that iterating raises `RuntimeError`",
-         ("dropped", None)),
+         ("unsupported", None)),
         ("t.py:4 — `test_iterating_is_safe` checks that iterating does not raise",
          ("verified", None)),
         ("t.py:4 — `test_iterating_is_safe` asserts equality", ("verified", None)),
         ("t.py:11 — `test_bad_step` checks that a bad step raises `ValueError`",
          ("verified", None)),
-        ("t.py:11 — `test_bad_step` checks that a bad step does not raise", ("dropped", None)),
+        ("t.py:11 — `test_bad_step` checks that a bad step does not raise",
+         ("unsupported", None)),
+        # about the test, which does assert it; "here" is about the line
         ("t.py:12 — `test_bad_step` checks that a bad step raises `ValueError`",
+         ("verified", None)),
+        ("t.py:12 — `test_bad_step` checks here that a bad step raises `ValueError`",
          ("corrected", "t.py:13")),
     ],
 )  # fmt: skip
@@ -1027,11 +1164,11 @@ def test_the_block_says_when_citations_place_one_entity_in_two_definitions(
     results = [r for doc in ("a.md", "b.md") for r in check_document(tmp_path, tmp_path / doc)]
     assert [r.status for r in results] == [CitationStatus.VERIFIED] * 3
     block = summary_block(results, tmp_path).splitlines()
-    assert block[6] == (
+    assert block[5] == "- FABRICATIONS CAUGHT: N"
+    assert block[8] == (
         "- Inconsistent (one entity, lines that cannot both hold): 1 — `fetch` at m.py:2 "
         "(a.md:1) and m.py:7 (b.md:1, b.md:2)"
     )
-    assert block[7] == "- FABRICATIONS CAUGHT: N"
     alone = summary_block(results[1:], tmp_path)
     assert "Inconsistent" not in alone
 
@@ -1058,7 +1195,7 @@ def test_forge_links_of_this_repository_are_checked_and_others_listed(tmp_path: 
     assert results[2].ok and not results[1].ok
     block = summary_block(results, tmp_path).splitlines()
     assert block[1] == "- Total citations: 4"
-    assert block[6] == (
+    assert block[8] == (
         "- Not audited (links to other repositories): 1 — a.md:3 "
         "https://github.com/other/lib/blob/v1/lib/core.py#L12"
     )
@@ -1066,3 +1203,138 @@ def test_forge_links_of_this_repository_are_checked_and_others_listed(tmp_path: 
     assert doc.read_text().splitlines()[1].endswith("/-/blob/fix/x/src/app.py#L4-L5 for `fetch`")
     assert "/src/branch/main/src/app.py#L4)" in doc.read_text()
     assert all(r.ok for r in check_document(tmp_path, doc))
+
+
+# --- --vgate-fix over every form: only the location, byte for byte elsewhere ------------
+
+FUNCS = 12  # fetch_0 .. fetch_11, each `def` + 2 body lines + 2 blank lines
+_P = "src/m.py"
+# Each form with the written location as {a}/{b}; the fix must write the true ones.
+FORMS = (
+    "{p}:{a}", "{p}:{a}-{b}", "{p}:{a}–{b}", "{p}:{a}:7", "{p}#L{a}", "{p}#L{a}-L{b}",
+    "{p}#L{a}-{b}", "`{p}:{a}`", "({p}:{a})",
+    "[the fetch]({p}#L{a})", "[the fetch]({p}#L{a}-L{b})", "[the fetch]({p}:{a})",
+    "[{p}:{a}]({p}#L{a})", "[`{p}#L{a}-L{b}`]({p}#L{a}-L{b})", "[{p}:{a}]({p}:{a})",
+    "[the fetch](<{p}#L{a}>)", '[the fetch]({p}#L{a} "a title")', "[the fetch]({p}#L{a} 'x')",
+    "[the fetch]( {p}#L{a} )", '[the fetch](<{p}#L{a}-L{b}> "t")',
+    "https://github.com/o/r/blob/main/{p}#L{a}", "https://github.com/o/r/blob/main/{p}#L{a}-L{b}",
+    "https://gitlab.com/o/r/-/blob/v1/{p}#L{a}", "https://bitbucket.org/o/r/src/main/{p}#lines-{a}:{b}",
+    "[the fetch](https://github.com/o/r/blob/main/{p}#L{a})",
+    "https://codeberg.org/o/r/src/branch/main/{p}#L{a}-L{b}",
+    "[m.py:{a}]({p}#L{a})", "[src/m.py#L{a}]({p}:{a})", "[see docs/t.md:3 first]({p}#L{a})",
+    "[`other/x.py:3`]({p}#L{a}-L{b})", "[{p}:{a}:2]({p}#L{a})", "[./{p}:{a}](./{p}#L{a})",
+)  # fmt: skip
+REFERENCES = (  # reference definitions; their title or tail names the entity
+    '[r{n}]: {p}#L{a} "`fetch_{k}`"', '[r{n}]: <{p}#L{a}-L{b}> "the `fetch_{k}`"',
+    "[r{n}]: {p}:{a} — `fetch_{k}`",
+)  # fmt: skip
+
+
+def _source() -> str:
+    return "".join(f"def fetch_{k}():\n    x = {k}\n    return x\n\n\n" for k in range(FUNCS))
+
+
+@st.composite
+def drifted_documents(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Lines of a document as written (drifted) and as the fix must leave them."""
+    safe = st.text(st.sampled_from("abc xyz.,;!?'()*_-—é€"), max_size=30)
+    written, fixed = [], []
+    for n in range(draw(st.integers(1, 8))):
+        ending = draw(st.sampled_from(["\n", "\r\n"]))
+        if draw(st.booleans()):
+            junk = draw(safe)
+            written.append(junk + ending)
+            fixed.append(junk + ending)
+        k = draw(st.integers(0, FUNCS - 1))
+        head = 1 + 5 * k
+        shift = draw(
+            st.sampled_from([s for s in (-10, -5, 5, 10) if 1 <= head + s <= 5 * FUNCS - 4])
+        )
+        form = draw(st.sampled_from(FORMS + REFERENCES))
+        if form in REFERENCES:
+            text = form.replace("{n}", str(n)).replace("{k}", str(k))
+        else:
+            lead = draw(st.sampled_from(["- ", "", "1. ", "| "]))
+            text = f"{lead}{form} — `fetch_{k}` {draw(safe)}"
+        written.append(text.format(p=_P, a=head + shift, b=head + shift + 2) + ending)
+        fixed.append(text.format(p=_P, a=head, b=head + 2) + ending)
+    return written, fixed
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drifted_documents())
+def test_fix_rewrites_only_the_location_in_every_form_and_converges(
+    doc: tuple[list[str], list[str]],
+) -> None:
+    written, fixed = doc
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "src").mkdir()
+        (root / _P).write_text(_source())
+        answer = root / "answer.md"
+        answer.write_bytes("".join(written).encode())
+        first = check_document(root, answer)
+        fix_documents(first)
+        assert answer.read_bytes().decode() == "".join(fixed)
+        second = check_document(root, answer)
+        assert [r.citation.raw for r in second if r.status is not CitationStatus.VERIFIED] == []
+        assert fix_documents(second) == {}
+        assert answer.read_bytes().decode() == "".join(fixed)
+
+
+VARIANTS_SRC = """\
+import time
+
+
+def fetch(url, retries=3):
+    for attempt in range(retries):
+        try:
+            return url
+        except OSError:
+            time.sleep(2**attempt)
+    raise TimeoutError(url)
+"""
+TRUE_VARIANTS = (
+    "- m.py:4 — `fetch` retries with a backoff",
+    "- m.py:4 – `fetch` retries with a backoff.",
+    "- m.py:4 - `fetch` retries with a backoff",
+    "- m.py:4: `fetch` retries with a backoff",
+    "- `fetch` retries with a backoff (m.py:4).",
+    "- m.py:4 `fetch()` backs off exponentially between attempts",
+    "- [`fetch`](m.py#L4) sleeps 2**attempt seconds",
+    "- [m.py:4](m.py#L4) — `def fetch` is the retry loop",
+    "- m.py:4 — the `fetch` function gives up after `retries` attempts",
+    "- m.py:4 — `fetch` (moved here from the client) is validated against the allow-list",
+    "- m.py:4 — `fetch` returns the url on success",
+    "- m.py:4 — `fetch` raises `TimeoutError` when every attempt fails",
+    "- m.py:4 — `fetch` raises a `LookupError`-free `TimeoutError`, an `OSError`",
+    "- m.py:4 — `retries` defaults to 3",
+    "- m.py:4 — `retries` defaults to 3.0",
+    "- m.py:4 — `fetch` is defined here and never raises `KeyError` itself",
+    "- m.py:9 — `fetch` waits between attempts",
+    "- m.py:9 — calls `time.sleep` with a growing delay",
+    "- m.py:4-10 — the whole of `fetch`",
+    "- m.py:7 — `fetch` returns here",
+    "- m.py:10 — `fetch` gives up with `TimeoutError`",
+)
+FALSE_VARIANTS = (
+    "- m.py:4 — `retries` defaults to 5",
+    "- m.py:10 — `fetch` raises `ValueError` when every attempt fails",
+    "- m.py:9 — `fetch` deletes each attempt",
+    "- m.py:4 — `fetch` yields each attempt",
+)
+
+
+def test_a_true_citation_passes_in_every_way_of_describing_it(tmp_path: Path) -> None:
+    """The control of the description variants: separators, places, paraphrases, words
+    no syntax decides, verbs and values the lines show; each one verified. The same
+    citation with a value or verb the lines contradict is unsupported."""
+    (tmp_path / "m.py").write_text(VARIANTS_SRC)
+    doc = tmp_path / "a.md"
+    doc.write_text("\n".join(TRUE_VARIANTS + FALSE_VARIANTS) + "\n")
+    results = check_document(tmp_path, doc)
+    assert len(results) == len(TRUE_VARIANTS) + len(FALSE_VARIANTS)
+    wrong = [(r.citation.line, r.status.value, r.reason) for r in results if not r.ok]
+    assert wrong[: len(wrong) - len(FALSE_VARIANTS)] == []
+    tail = results[len(TRUE_VARIANTS) :]
+    assert [r.status.value for r in tail] == ["unsupported"] * len(FALSE_VARIANTS)

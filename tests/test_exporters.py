@@ -211,10 +211,11 @@ VERIFICATION GATE RESULT:
 - Verified at original location: 0
 - Corrected (line drift): 2
 - Dropped (file/line/content not found): 1
-- Unsupported (description not shown by the cited lines): 0
 - FABRICATIONS CAUGHT: Y — answer-with-errors.md:4 src/textstats.py:400 (line beyond end of \
 16-line file, found at src/textstats.py:6); answer-with-errors.md:5 src/wordfreq.py:12 (file \
 not found in the root)
+- Unsupported (description contradicted by the cited lines): 0
+- Descriptions not judged: 2
 ```
 """
 

@@ -52,9 +52,14 @@ def cite_name(key: str) -> str:
     return f"L{line}:{location}"
 
 
-def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]:
+def not_judged(cases: dict[str, dict[str, object]]) -> int:
+    """The items whose junit ``vgate_description`` says their description was not judged."""
+    return sum(1 for c in cases.values() if c.get("vgate_description") == "not-judged")
+
+
+def expected_block(entries: Iterable[tuple[str, Case]], root: Path, unjudged: int) -> list[str]:
     """The ``VERIFICATION GATE RESULT`` block, computed from the fixture's cases
-    (``source``, case)."""
+    (``source``, case); ``unjudged`` from the items' own junit properties."""
     entries = list(entries)
     count = Counter(case.status for _, case in entries)
     caught = []
@@ -74,8 +79,9 @@ def expected_block(entries: Iterable[tuple[str, Case]], root: Path) -> list[str]
         f"- Verified at original location: {count[VERIFIED]}",
         f"- Corrected (line drift): {count[CORRECTED]}",
         f"- Dropped (file/line/content not found): {count[DROPPED] + count[FABRICATED]}",
-        f"- Unsupported (description not shown by the cited lines): {count[UNSUPPORTED]}",
         "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
+        f"- Unsupported (description contradicted by the cited lines): {count[UNSUPPORTED]}",
+        f"- Descriptions not judged: {unjudged}",
     ]
 
 
@@ -124,7 +130,7 @@ def test_cite_option_every_outcome(
         assert mode == (("pass", None) if case.status == VERIFIED else ("fail", "product"))
     # the block: exact, the last of the vgate section, its counts those of the items
     lines = result.stdout.lines
-    block = expected_block(doc_entries(repo.cases), repo.root)
+    block = expected_block(doc_entries(repo.cases), repo.root, not_judged(cases))
     assert_summary_is_last_vgate_block(lines, block)
     counts = citation_counts(cases)
     assert block[1:5] == [
@@ -184,7 +190,9 @@ def test_gates_file_citations_with_a_glob(
         f"docs/extra/answer.md:{line}",
     )
     entries = [*doc_entries(repo.cases), (f"docs/extra/answer.md:{line}", first)]
-    assert_summary_is_last_vgate_block(result.stdout.lines, expected_block(entries, repo.root))
+    assert_summary_is_last_vgate_block(
+        result.stdout.lines, expected_block(entries, repo.root, not_judged(cases))
+    )
     assert "gates: 1 (1 pass)" in result.stdout.str()
     assert_no_secret(repo, result.stdout.str(), (pytester.path / "junit.xml").read_bytes())
 
@@ -260,7 +268,8 @@ def test_fix_rewrites_exactly_the_corrected_citations(
             got = cases[cite_name(key)]
             assert got["vgate_citation"] == case.status and "vgate_fixed_from" not in got
     # the record survives the fix: counted as found, fabrications still caught
-    assert_summary_is_last_vgate_block(lines, expected_block(doc_entries(repo.cases), repo.root))
+    block = expected_block(doc_entries(repo.cases), repo.root, not_judged(cases))
+    assert_summary_is_last_vgate_block(lines, block)
 
     again, cases = run_vgate("--vgate-cite", DOC)
     assert repo.answer.read_bytes() == repo.fixed_bytes
@@ -448,8 +457,9 @@ def test_a_document_without_citations_prints_the_block_with_zeros(
             "- Verified at original location: 0",
             "- Corrected (line drift): 0",
             "- Dropped (file/line/content not found): 0",
-            "- Unsupported (description not shown by the cited lines): 0",
             "- FABRICATIONS CAUGHT: N",
+            "- Unsupported (description contradicted by the cited lines): 0",
+            "- Descriptions not judged: 0",
         ],
     )
 
@@ -641,7 +651,9 @@ def test_fix_then_a_plain_run_passes_every_fixed_corpus_citation(
     assert len(cases) == len(rows) >= 300
     counts = Counter(status for _, _, status, _ in rows)
     assert f"citations rewritten by --vgate-fix: {counts[CORRECTED]}" in result.stdout.lines
-    unsupported = f"- Unsupported (description not shown by the cited lines): {counts[UNSUPPORTED]}"
+    unsupported = (
+        f"- Unsupported (description contradicted by the cited lines): {counts[UNSUPPORTED]}"
+    )
     assert unsupported in result.stdout.lines
     assert counts[UNSUPPORTED] >= 30
     fixed_names = []
@@ -658,3 +670,117 @@ def test_fix_then_a_plain_run_passes_every_fixed_corpus_citation(
     passed = sum(1 for case in cases.values() if case["outcome"] == "passed")
     assert passed == counts[VERIFIED] + counts[CORRECTED]
     assert "- Corrected (line drift): 0" in again.stdout.lines
+
+
+# --- descriptions: judged only where the syntax can, else by a judge, fail-closed -------
+
+JUDGED_SRC = """\
+__version__ = "8.0.2"
+
+
+def ordinal(value, gender="male"):
+    suffixes = {"male": "th", "female": "e"}
+    return f"{value}{suffixes[gender]}"
+"""
+JUDGES = """\
+import time
+
+import pytest
+from pytest_vgate import Outcome
+
+
+@pytest.hookimpl
+def pytest_vgate_judge(gate, context):
+    assert gate.type.value == "semantic" and gate.check.startswith("m.py:")
+    claim = gate.claim
+    if "gender" in claim:
+        return Outcome.passed("keyed by gender: it is")
+    if "quota" in claim:
+        return Outcome.failed("no quota in sight")
+    if "boom" in claim:
+        raise RuntimeError("the judge broke")
+    if "hang" in claim:
+        time.sleep(30)
+    if "junk" in claim:
+        return True
+    return None
+"""
+FIVE = (
+    "VERIFICATION GATE RESULT:", "- Total citations: ", "- Verified at original location: ",
+    "- Corrected (line drift): ", "- Dropped (file/line/content not found): ",
+    "- FABRICATIONS CAUGHT: ",
+)  # fmt: skip
+
+
+def assert_five_contiguous(lines: list[str]) -> None:
+    """The block's first line and its five counts, contiguous and in order, as consumers
+    parse them; the further counts only after the FABRICATIONS line."""
+    start = lines.index("VERIFICATION GATE RESULT:")
+    head = lines[start : start + len(FIVE)]
+    assert [line[: len(label)] for line, label in zip(head, FIVE, strict=True)] == list(FIVE)
+    assert lines[start + 6].startswith("- Unsupported (description contradicted")
+    assert lines[start + 7].startswith("- Descriptions not judged: ")
+
+
+@pytest.mark.slow  # the hanging judge is held to a real deadline
+def test_a_judge_decides_what_the_syntax_cannot_and_fails_closed(
+    pytester: pytest.Pytester, run_vgate: RunVgate
+) -> None:
+    pytester.makefile(".py", m=JUDGED_SRC)
+    pytester.makeconftest(JUDGES)
+    (pytester.path / "answer.md").write_text(
+        "- m.py:5 — `ordinal` is now keyed by gender\n"  # judged: passes
+        "- m.py:5 — `ordinal` is throttled by the quota\n"  # judged: fails
+        "- m.py:5 — `ordinal` goes boom\n"  # the judge raises: error
+        "- m.py:5 — `ordinal` may hang\n"  # the judge hangs: timeout
+        "- m.py:5 — `ordinal` is junk\n"  # junk: fail, broken_test
+        "- m.py:5 — `ordinal` has nothing for the judge\n"  # declined: not judged, passes
+        "- m.py:1 — `__version__` is bumped to 8.0.3\n"  # the syntax decides: no judge
+        "- m.py:1 — `__version__` is bumped to 8.0.2\n"
+    )
+    report = pytester.path / "r.json"
+    result, cases = run_vgate(
+        "--vgate-cite", "answer.md", "--vgate-timeout", "3", f"--vgate-report={report}"
+    )
+    got = [
+        (c["outcome"], c["vgate_citation"], c.get("vgate_description"), c["vgate_mode"],
+         c.get("vgate_cause"))
+        for _, c in sorted(cases.items(), key=lambda kv: int(kv[0].split(":")[0][1:]))
+    ]  # fmt: skip
+    assert got == [
+        ("passed", "verified", "judged", "pass", None),
+        ("failure", "unsupported", "judged", "fail", "product"),
+        ("failure", "unsupported", "judged", "error", "broken_test"),
+        ("failure", "unsupported", "judged", "timeout", "environment"),
+        ("failure", "unsupported", "judged", "fail", "broken_test"),
+        ("passed", "verified", "not-judged", "pass", None),
+        ("failure", "unsupported", "contradicted", "fail", "product"),
+        ("passed", "verified", "shown", "pass", None),
+    ]
+    assert result.ret == 1
+    entries = read_report(report)["citations"]
+    assert [e["description"] for e in entries] == [c[2] for c in got]
+    assert "no quota in sight" in entries[1]["description_reason"]
+    lines = result.stdout.lines
+    assert_five_contiguous(lines)
+    assert "- Descriptions not judged: 1" in lines
+
+
+def test_the_block_is_the_same_shape_merged(
+    repo: CitationRepo, run_vgate: RunVgate, tmp_path: Path
+) -> None:
+    """The five counts stay contiguous in a session's summary and in the merge of its
+    report (``python -m pytest_vgate merge``), and both print the same block."""
+    import subprocess
+
+    report = tmp_path / "shard.json"
+    result, _ = run_vgate("--vgate-cite", DOC, f"--vgate-report={report}")
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_vgate", "merge", str(report)],
+        cwd=repo.root, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    lines, merged_lines = result.stdout.lines, merged.stdout.splitlines()
+    assert_five_contiguous(lines)
+    assert_five_contiguous(merged_lines)
+    start, other = lines.index(FIVE[0]), merged_lines.index(FIVE[0])
+    assert merged_lines[other : other + 8] == lines[start : start + 8]

@@ -170,8 +170,9 @@ def test_citation_result_is_the_design_block_with_fabrications() -> None:
         "- Verified at original location: 1",
         "- Corrected (line drift): 0",
         "- Dropped (file/line/content not found): 1",
-        "- Unsupported (description not shown by the cited lines): 0",
         "- FABRICATIONS CAUGHT: Y — a.md:2 src/a.py:2 (file not found in the root)",
+        "- Unsupported (description contradicted by the cited lines): 0",
+        "- Descriptions not judged: 0",
     ]
     assert summary.citation_result(given()) == []
 
@@ -250,8 +251,9 @@ VERIFICATION GATE RESULT:
 - Verified at original location: 1
 - Corrected (line drift): 0
 - Dropped (file/line/content not found): 1
-- Unsupported (description not shown by the cited lines): 0
 - FABRICATIONS CAUGHT: Y — a.md:2 src/a.py:2 (file not found in the root)
+- Unsupported (description contradicted by the cited lines): 0
+- Descriptions not judged: 0
 """
 
 

@@ -239,6 +239,11 @@ def python_index(text: str) -> PyIndex | None:
             a = node.lineno
             table = index.dotted if "." in node.module else index.names
             index.add(table, node.module, Span("use", a, a))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a name as a whole string (a dict key, an ``__all__`` entry, a registration)
+            if is_identifier(node.value) or is_dotted(node.value):
+                table = index.dotted if "." in node.value else index.names
+                index.add(table, node.value, Span("use", *_lines(node)))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 index.add(index.names, name, Span("use", *_lines(node)))

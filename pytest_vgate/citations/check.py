@@ -8,9 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_vgate.citations.anchor import strong
+from pytest_vgate.citations.decide import decide
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
-from pytest_vgate.citations.judge import judge
-from pytest_vgate.citations.locate import Located, locate
 from pytest_vgate.citations.parse import Citation, CitationForm
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
 from pytest_vgate.citations.source import FileState, SourceFile
@@ -119,8 +118,7 @@ class CitationChecker:
         sf = self.files.load(rel)
         if sf.state is not FileState.OK:
             return self._unreadable(c, sf, moved)
-        loc: Located = locate(sf, c.start_line, c.end_line, c.entities, c.description)
-        loc = judge(sf, c, loc)
+        loc = decide(sf, c)
         status, reason = loc.status, loc.reason
         start, end = loc.start, loc.end
         if moved:
@@ -144,6 +142,8 @@ class CitationChecker:
             file_lines=sf.line_count,
             entity=subject,
             defined_at=f"{rel}:{home}" if home is not None else None,
+            description=loc.description,
+            description_reason=loc.description_reason,
         )
 
     def _holds(self, rel: str, entities: tuple[str, ...]) -> int | None:

@@ -78,7 +78,7 @@ def _is_file_or_host(dotted: str) -> bool:
     return all(len(p) <= 2 for p in parts)  # e.g., i.e., a.k.a., U.S.
 
 
-def _is_code_word(word: str) -> bool:
+def is_code_word(word: str) -> bool:
     """snake_case, _private, dunder or CamelCase/mixedCase; never a plain English word."""
     if word.lower() in _NOT_CODE:
         return False
@@ -143,7 +143,7 @@ def extract_entities(description: str) -> tuple[str, ...]:
         if m.group(1).lower() not in _STOPWORDS:
             add(m.group(1))
     for m in _WORD_RE.finditer(text):
-        if _is_code_word(m.group(1)):
+        if is_code_word(m.group(1)):
             add(m.group(1))
     return tuple(found)
 

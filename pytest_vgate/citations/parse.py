@@ -198,13 +198,17 @@ def _token(m: re.Match[str], base: int = 0) -> Token | None:
     )
 
 
-def _same_place(a: Token, b: Token) -> bool:
-    if a.start != b.start or (a.end != b.end and a.start != a.end):
-        return False  # "a.py:3" may name the range "a.py#L3-L4" by its first line
+def _same_file(a: Token, b: Token) -> bool:
     pa = os.path.normpath(a.path).split(os.sep)
     pb = os.path.normpath(b.path).split(os.sep)
     short, long_ = (pa, pb) if len(pa) <= len(pb) else (pb, pa)
     return long_[len(long_) - len(short) :] == short  # app.py names src/app.py
+
+
+def _same_place(a: Token, b: Token) -> bool:
+    if a.start != b.start or (a.end != b.end and a.start != a.end):
+        return False  # "a.py:3" may name the range "a.py#L3-L4" by its first line
+    return _same_file(a, b)
 
 
 def _link(m: re.Match[str]) -> LinkToken | None:
@@ -216,6 +220,8 @@ def _link(m: re.Match[str]) -> LinkToken | None:
         return None
     text_m = _LOC_RE.search(m.group("text"))
     text = _token(text_m, m.start("text")) if text_m else None
+    if text is not None and not _same_file(text, target):
+        text = None  # "[see docs/t.md:3](src/a.py#L4)": another file, not this link's place
     mismatch = None
     if text is not None and not _same_place(text, target):
         mismatch = f"the link text says {_spelled(text)} but the link target is {_spelled(target)}"

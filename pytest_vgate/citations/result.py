@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_vgate.citations.parse import Citation
 from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.verdict import CitationStatus
+from pytest_vgate.verdict import CitationDescription, CitationStatus
 
 MAX_TEXT = 300  # characters of a cited line kept in a result
 
@@ -36,6 +36,8 @@ class CitationResult(Jsonable):
     file_lines: int | None = None  # line count of the file that was judged
     entity: str | None = None  # the description's subject, when it names code
     defined_at: str | None = None  # ``path:line`` of the subject's definition the lines hold
+    description: CitationDescription | None = None  # None: the location failed first
+    description_reason: str = ""
 
     @property
     def ok(self) -> bool:
@@ -92,11 +94,12 @@ def inconsistencies(results: Iterable[CitationResult], root: Path | None = None)
 def summary_block(results: Iterable[CitationResult], root: Path | None = None) -> str:
     """The VERIFICATION GATE RESULT block; fabricated citations count as dropped.
 
-    Two lines appear only when there is something to say: ``Not audited`` lists the
-    links to other repositories' files (counted in the total, never checked), and
-    ``Inconsistent`` names each entity cited in different definitions of it.
-    FABRICATIONS CAUGHT is ``N`` or ``Y — `` followed by ``document:line path:line (why)``
-    entries joined by ``; ``, in the order given. ``root`` shortens document paths.
+    Its first six lines are the five counts consumers parse, contiguous and in this order,
+    ending with FABRICATIONS CAUGHT (``N``, or ``Y — `` and ``document:line path:line
+    (why)`` entries joined by ``; ``). The further counts come after it: unsupported and
+    not judged always; not audited (links to other repositories) and inconsistent (one
+    entity cited in different definitions of it) only when there is one. ``root``
+    shortens document paths.
     """
     items = list(results)
     count = dict.fromkeys(CitationStatus, 0)
@@ -106,6 +109,7 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
     dropped = count[CitationStatus.DROPPED] + count[CitationStatus.FABRICATED]
     clash = inconsistencies(items, root)
     foreign = [f"{r.citation.source(root)} {r.citation.raw}" for r in items if not_audited(r)]
+    not_judged = sum(r.description is CitationDescription.NOT_JUDGED for r in items)
     extra: list[str] = []
     if foreign:
         extra.append(
@@ -123,9 +127,10 @@ def summary_block(results: Iterable[CitationResult], root: Path | None = None) -
             f"- Verified at original location: {count[CitationStatus.VERIFIED]}",
             f"- Corrected (line drift): {count[CitationStatus.CORRECTED]}",
             f"- Dropped (file/line/content not found): {dropped}",
-            "- Unsupported (description not shown by the cited lines): "
-            f"{count[CitationStatus.UNSUPPORTED]}",
-            *extra,
             "- FABRICATIONS CAUGHT: " + ("Y — " + "; ".join(caught) if caught else "N"),
+            "- Unsupported (description contradicted by the cited lines): "
+            f"{count[CitationStatus.UNSUPPORTED]}",
+            f"- Descriptions not judged: {not_judged}",
+            *extra,
         ]
     )

@@ -30,7 +30,7 @@ from pytest_vgate.citations.anchor import (
     text_words,
     whole_file,
 )
-from pytest_vgate.citations.entities import is_dotted, is_identifier
+from pytest_vgate.citations.entities import is_code_word, is_dotted, is_identifier
 from pytest_vgate.citations.syntax import Facts, python_facts
 from pytest_vgate.jsonable import StrEnum
 
@@ -54,6 +54,7 @@ class EntityHits:
     matches: tuple[int, ...]  # lines containing it (word-bounded), plus its definition lines
     defs: tuple[int, ...]  # lines that define it
     spans: tuple[tuple[int, int], ...]  # Python: first decorator .. end_lineno of each def
+    text_only: bool = False  # never code in this file: ``matches`` are its mentions
 
     @property
     def found(self) -> bool:
@@ -124,10 +125,6 @@ class SourceFile:
 
     def line(self, number: int) -> str | None:
         return self.lines[number - 1] if 1 <= number <= len(self.lines) else None
-
-    def line_has(self, number: int, term: str) -> bool:
-        text = self.line(number)
-        return text is not None and next(find_term(text, term), None) is not None
 
     @property
     def is_python(self) -> bool:
@@ -273,6 +270,8 @@ class SourceFile:
                     if self.code_line(n) and defines(self.lines[n - 1], name)
                 )
         matches |= defs
+        if not matches and is_code_word(entity):  # a name held only in comments and strings
+            return EntityHits(self.occurrences(entity), (), (), text_only=True)
         return EntityHits(tuple(sorted(matches)), tuple(sorted(defs)), tuple(sorted(spans)))
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pytest_vgate.citations.anchor import parse_python
 from pytest_vgate.citations.claims import Verb
+from pytest_vgate.citations.entities import words
 from pytest_vgate.clip import clip
 
 _RAISE_ASSERTS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
@@ -22,38 +23,10 @@ _COMPOUND = (
     ast.While, ast.With, ast.AsyncWith, ast.Try,
 )  # fmt: skip
 DETAIL_CHARS = 60
-# What an operator or statement says in words, so "adds one" is shown by ``x + 1``.
-SYNTAX_WORDS: dict[type[ast.AST], str] = {
-    ast.Add: "add plus sum increment concatenate append",
-    ast.Sub: "subtract minus decrement difference",
-    ast.Mult: "multiply times product repeat",
-    ast.Div: "divide ratio",
-    ast.FloorDiv: "divide floor",
-    ast.Mod: "modulo remainder format",
-    ast.Pow: "power exponent",
-    ast.Compare: "compare comparison",
-    ast.Not: "negate",
-    ast.For: "iterate loop each every",
-    ast.AsyncFor: "iterate loop each every",
-    ast.comprehension: "iterate each every",
-    ast.While: "loop repeat",
-    ast.If: "check condition",
-    ast.IfExp: "check condition",
-    ast.Try: "try catch handle",
-    ast.ExceptHandler: "catch handle except",
-    ast.With: "context",
-    ast.Lambda: "lambda function",
-    ast.Subscript: "index item lookup",
-    ast.Dict: "dict dictionary mapping",
-    ast.List: "list",
-    ast.Tuple: "tuple pair",
-    ast.Set: "set",
-    ast.Await: "await wait",
-}
-NUMBER_WORDS = (
-    "zero none", "one single", "two pair", "three", "four", "five", "six", "seven", "eight",
-    "nine", "ten",
-)  # fmt: skip
+
+
+_DELETERS = words("remove unlink rmtree rmdir delete discard pop popitem clear")
+_IMPORTERS = frozenset({"import_module", "__import__"})
 
 
 @dataclass(frozen=True)
@@ -65,12 +38,72 @@ class Act:
     detail: str
 
 
+@dataclass(frozen=True)
+class Value:
+    """A value a line shows: ``kind`` is ``assign`` (``key`` = ``value``; a keyword argument
+    too), ``map`` (a dict entry ``key: value``), ``return``, ``raise`` (the class raised) or
+    ``compare`` (an operand). ``value`` is None where the syntax does not show it."""
+
+    kind: str
+    line: int
+    key: str | None
+    value: str | None
+    literal: bool = False  # a literal, not a name
+
+
+def _value(kind: str, line: int, key: str | None, node: ast.AST | None) -> Value:
+    return Value(kind, line, key, *shown(node)) if node else Value(kind, line, key, "None", True)
+
+
+def shown(node: ast.AST | None) -> tuple[str | None, bool]:
+    """(a literal as text: a string as itself, else its ``repr``; or a dotted name, None
+    for anything else), and whether it is a literal."""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _name(node) or None, False
+    try:
+        value = ast.literal_eval(node) if node is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None, False
+    return (value if isinstance(value, str) else repr(value)), True
+
+
+def _values(node: ast.AST) -> list[Value]:
+    line = getattr(node, "lineno", 0)
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [_value("assign", line, _name(t).rsplit(".", 1)[-1], node.value) for t in targets]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # a parameter's default
+        a = node.args
+        pairs = [
+            *zip(a.args[::-1], a.defaults[::-1], strict=False),
+            *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+        ]
+        return [_value("assign", d.lineno, p.arg, d) for p, d in pairs if d is not None]
+    if isinstance(node, ast.Call):
+        return [_value("assign", k.value.lineno, k.arg, k.value) for k in node.keywords if k.arg]
+    if isinstance(node, ast.Dict):
+        return [
+            _value("map", k.lineno, k.value, v)
+            for k, v in zip(node.keys, node.values, strict=True)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+    if isinstance(node, ast.Return):
+        return [_value("return", line, None, node.value)]
+    if isinstance(node, ast.Raise):
+        return [Value("raise", line, None, _name(node.exc) or None if node.exc else None)]
+    if isinstance(node, ast.Compare):
+        return [_value("compare", line, None, x) for x in (node.left, *node.comparators)]
+    return []
+
+
 @dataclass
 class Facts:
     """The acts of one file, and the extents that widen a cited range."""
 
     acts: list[Act] = field(default_factory=list)
-    said: list[tuple[int, str]] = field(default_factory=list)  # (line, word) of SYNTAX_WORDS
+    values: list[Value] = field(default_factory=list)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> its bases
+    imported: set[str] = field(default_factory=set)  # names an import binds
     statements: list[tuple[int, int]] = field(default_factory=list)  # simple statements
     definitions: list[tuple[int, int, int]] = field(default_factory=list)  # first, head, end
 
@@ -85,10 +118,9 @@ class Facts:
                 lo, hi = min(lo, a), max(hi, b)
         return lo, hi
 
-    def words_in(self, start: int, end: int) -> set[str]:
-        """The words the syntax of the covered lines says (``+`` says "add", ...)."""
+    def values_in(self, start: int, end: int) -> list[Value]:
         lo, hi = self.extent(start, end)
-        return {w for line, w in self.said if lo <= line <= hi}
+        return [v for v in self.values if lo <= v.line <= hi]
 
     def acts_in(self, start: int, end: int) -> list[Act]:
         lo, hi = self.extent(start, end)
@@ -148,6 +180,10 @@ def _acts(node: ast.AST) -> list[tuple[Verb, str]]:
             return []
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return [(Verb.ASSIGNS, f"assigns {', '.join(_text(t) for t in targets)}")]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [(Verb.DEFINES, f"defines {node.name}")]
+    if isinstance(node, ast.Await):
+        return [(Verb.AWAITS, f"awaits {_text(node.value)}")]
     if isinstance(node, ast.Delete):
         return [(Verb.DELETES, f"deletes {', '.join(_text(t) for t in node.targets)}")]
     if isinstance(node, ast.Assert):
@@ -175,12 +211,11 @@ def python_facts(text: str) -> Facts | None:
         elif isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND):
             facts.statements.append((line, end))
         facts.acts.extend(Act(verb, line, detail) for verb, detail in _acts(node))
-        said = SYNTAX_WORDS.get(type(node), "")
-        if isinstance(node, ast.BinOp | ast.UnaryOp | ast.AugAssign):
-            said = SYNTAX_WORDS.get(type(node.op), "")
-        elif isinstance(node, ast.Constant) and type(node.value) is int:
-            said = NUMBER_WORDS[node.value] if 0 <= node.value < len(NUMBER_WORDS) else ""
-        facts.said.extend((line, word) for word in said.split())
+        facts.values.extend(_values(node))
+        if isinstance(node, ast.ClassDef):
+            facts.bases[node.name] = tuple(_name(b) for b in node.bases)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            facts.imported.update((a.asname or a.name).split(".")[0] for a in node.names)
     facts.acts.sort(key=lambda a: (a.line, list(Verb).index(a.verb)))
     return facts
 
@@ -194,12 +229,17 @@ def holds(verb: Verb, acts: list[Act]) -> bool:
         return bool(seen & {Verb.ASSERTS, Verb.ASSERTS_EQUAL, Verb.ASSERTS_RAISES})
     if verb is Verb.ASSERTS_NO_RAISE:
         return not seen & {Verb.RAISES, Verb.ASSERTS_RAISES}
+    if verb in (Verb.DELETES, Verb.IMPORTS):  # also by a call: os.remove, import_module
+        names = _DELETERS if verb is Verb.DELETES else _IMPORTERS
+        called = {a.detail.rsplit(".", 1)[-1] for a in acts if a.verb is Verb.CALLS}
+        return verb in seen or bool(called & names)
     return verb in seen
 
 
 _SALIENT = (
     Verb.ASSERTS_RAISES, Verb.RAISES, Verb.RETURNS, Verb.YIELDS, Verb.ASSERTS_EQUAL,
-    Verb.ASSERTS, Verb.DELETES, Verb.IMPORTS, Verb.ASSIGNS, Verb.CALLS,
+    Verb.ASSERTS, Verb.DELETES, Verb.IMPORTS, Verb.AWAITS, Verb.ASSIGNS, Verb.CALLS,
+    Verb.DEFINES,
 )  # fmt: skip
 
 

@@ -7,7 +7,9 @@ shared by every citation (``CitationChecker`` cached in the session resources).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +21,9 @@ from pytest_vgate.gatesfile import GatesFile, GatesFileError
 from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
-from pytest_vgate.verdict import Cause, CitationStatus, Mode
+from pytest_vgate.verdict import Cause, CitationDescription, CitationStatus, Mode, Verdict
+
+JUDGED = CitationDescription.JUDGED
 
 # The citation checker is imported where a document is read or a citation checked: the
 # pytest layer imports this module in every session, most of which cite nothing.
@@ -56,6 +60,8 @@ class CitationItem(pytest.Item):
 
         res = resources(self.config)
         verdict, result = run_citation(checker_for(res, self.root), self.citation)
+        if verdict.ok and result.description is CitationDescription.NOT_JUDGED:
+            verdict, result = self._judge(verdict, result, res.default_timeout(self))
         source = self.citation.source(self.config.rootpath)
         fixed = res.fixed_citations.get(_fix_key(self.citation)) if res.fixed_citations else None
         fixed_from, original = _fixed_record(fixed)
@@ -79,11 +85,14 @@ class CitationItem(pytest.Item):
             result=JsonObject(result.to_dict()),
             original=JsonObject(original.to_dict()) if original is not None else None,
             nodeid=self.nodeid,
+            description=result.description,
+            description_reason=result.description_reason,
         )
         _properties(
             self,
             (
                 ("vgate_citation", shown.status.value),
+                ("vgate_description", result.description and result.description.value),
                 ("vgate_corrected_to", shown.corrected_to),
                 ("vgate_source", source),
                 ("vgate_fixed_from", fixed_from),
@@ -97,6 +106,45 @@ class CitationItem(pytest.Item):
                 report += f"\nmode:      error ({verdict.detail})"
             raise VgateFailure(report)
 
+    def _judge(
+        self, verdict: Verdict, result: CitationResult, timeout: float
+    ) -> tuple[Verdict, CitationResult]:
+        """A description no syntax decides goes to the judges as a ``semantic`` gate (claim:
+        the description, check: the location); fail-closed, as for gates."""
+        hook = self.ihook.pytest_vgate_judge
+        if not hook.get_hookimpls():
+            return verdict, result
+        from pytest_vgate.evidence.record import Where
+        from pytest_vgate.gatesfile import Gate, GateType
+        from pytest_vgate.plugin.extending import ask_judges
+        from pytest_vgate.plugin.judging import JudgeContext, verdict_from_judgment
+
+        c = self.citation
+        gate = Gate(
+            id=f"citation {c.source(self.config.rootpath)} {c.location}",
+            type=GateType.SEMANTIC,
+            claim=c.description,
+            check=c.location,
+            root=self.root,
+            source=c.document,
+            line=c.line,
+        )
+        context = JudgeContext(self.root, Where.CURRENT, timeout, time.monotonic() + timeout)
+        answer = ask_judges(hook, gate, context)
+        judged = verdict_from_judgment(answer[1], answer[0], timeout) if answer else None
+        if judged is None or answer is None:
+            return verdict, result  # every judge declined
+        said = f"judged by {answer[0]}: {judged.detail or judged.mode.value}"
+        if judged.ok:
+            return verdict, replace(result, description=JUDGED, description_reason=said)
+        return judged, replace(
+            result,
+            status=CitationStatus.UNSUPPORTED,
+            reason=f"{result.reason}; {said}",
+            description=JUDGED,
+            description_reason=said,
+        )
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         return failure_text(excinfo) or super().repr_failure(excinfo)
 
@@ -108,8 +156,6 @@ def _fixed_record(fixed: Any) -> tuple[str | None, CitationResult | None]:
     """(the location before --vgate-fix, the result checking it gave) of a fixed citation."""
     from pytest_vgate.citations import CitationResult
 
-    if isinstance(fixed, str):
-        return fixed, None
     if isinstance(fixed, dict):
         original = fixed.get("result")
         return (

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 @pytest.hookspec(firstresult=True)
 def pytest_vgate_judge(gate: Gate, context: JudgeContext) -> Outcome | None:
-    """Judge a ``semantic`` or ``self_review`` gate: ``Outcome.passed(reason)`` or
+    """Judge a ``semantic`` or ``self_review`` gate (or a citation's description that no
+    syntax decides, given as a ``semantic`` gate: claim the description, check the
+    location): ``Outcome.passed(reason)`` or
     ``Outcome.failed(reason)``; ``None`` to leave it to another judge (with no answer at all
     the gate stays ``judgment``: skipped, or failed under ``--vgate-strict``).
 
