@@ -1282,6 +1282,30 @@ def test_fix_rewrites_only_the_location_in_every_form_and_converges(
         assert answer.read_bytes().decode() == "".join(fixed)
 
 
+def test_fix_makes_a_link_whose_text_and_target_disagree_agree_at_the_true_place(
+    tmp_path: Path,
+) -> None:
+    """A link whose text cites a range and whose target one line (or the reverse), drifted:
+    both move to where the entity is, a one-line place written as one line (never
+    ``m.py:9-9``, never a text left disagreeing), and a second run changes nothing."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / _P).write_text(_source())
+    doc = tmp_path / "answer.md"
+    doc.write_text(
+        "- [src/m.py:3-5](src/m.py#L3) — `fetch_1` starts\n"
+        "- [src/m.py:4](src/m.py#L4-L6) — `fetch_1` holds it\n"
+    )
+    fix_documents(check_document(tmp_path, doc))
+    fixed = doc.read_text()
+    assert fixed == (
+        "- [src/m.py:6](src/m.py#L6) — `fetch_1` starts\n"
+        "- [src/m.py:6](src/m.py#L6-L8) — `fetch_1` holds it\n"
+    ), fixed
+    assert all(r.ok for r in check_document(tmp_path, doc))
+    assert fix_documents(check_document(tmp_path, doc)) == {}
+    assert doc.read_text() == fixed
+
+
 VARIANTS_SRC = """\
 import time
 

@@ -38,6 +38,9 @@ def _token_edits(tok: Token, path: str | None, start: int, end: int) -> list[Edi
     edits: list[Edit] = []
     if path is not None and path != tok.path:
         edits.append((*tok.path_span, path))
+    if tok.end_span is not None and start == end:  # one line: written as one (`9`, not `9-9`)
+        edits.append((tok.start_span[0], tok.end_span[1], str(start)))
+        return edits
     edits.append((*tok.start_span, str(start)))
     if tok.end_span is not None:
         edits.append((*tok.end_span, str(end)))
