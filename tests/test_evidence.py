@@ -570,7 +570,7 @@ def test_describe_lines_shows_a_few_then_a_count() -> None:
 def test_records_are_bound_to_the_repository_and_its_commits(bugfix: BugFixRepo) -> None:
     tree = tree_state(bugfix.root)
     assert tree.repo == bugfix.bug_sha  # the root commit
-    ours = make_record(GATE, RED, tree=tree, inputs_digest="")
+    ours = make_record(GATE, RED, tree=tree, inputs_digest="", judged=is_genuine_red(RED, GATE))
     forged = replace(ours, tree=replace(tree, commit="e" * 40))
     borrowed = replace(ours, tree=replace(tree, repo="f" * 40))
     # Made in a shallow clone, which cannot name its root: bound by its commit alone.

@@ -13,6 +13,7 @@ from pytest_vgate.evidence import Ledger
 from pytest_vgate.evidence.identity import TreeState
 from pytest_vgate.evidence.ledger_key import KEY_DIR_ENV, KEY_FILENAME
 from pytest_vgate.evidence.record import make_record
+from pytest_vgate.gate.decide import is_genuine_red
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.verdict import Mode, Verdict
 
@@ -25,7 +26,7 @@ def record(mode: Mode = Mode.FAIL) -> object:
     verdict = Verdict(mode=mode, exit_code=1 if mode is Mode.FAIL else 0, command=ARGV)
     return make_record(
         GATE, verdict, tree=TREE, inputs_digest="", where="base", base_ref="HEAD~1",
-        time="2026-01-01T10:00:00.000000Z",
+        time="2026-01-01T10:00:00.000000Z", judged=is_genuine_red(verdict, GATE),
     )  # fmt: skip
 
 
@@ -96,7 +97,7 @@ def test_repository_identity_survives_a_shallow_clone(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", "--depth", "2", f"file://{origin}", str(shallow_b))
     made = [make_record(GATE, Verdict(mode=Mode.FAIL, exit_code=1, command=ARGV),
                         tree=tree, inputs_digest="", where="base", base_ref="HEAD~1",
-                        time="2026-01-01T10:00:00.000000Z")
+                        time="2026-01-01T10:00:00.000000Z", judged=(True, "exit 1"))
             for tree in (full, tree_state(shallow_a))]  # fmt: skip
     for checkout in (shallow_b, origin):
         kept, notes = bind_records(made, tree_state(checkout), checkout)

@@ -21,6 +21,7 @@ import pytest
 from helpers.git_repo import git, make_bugfix_repo
 
 from pytest_vgate.evidence import Ledger, Record, TreeState, inputs_digest, make_record, tree_state
+from pytest_vgate.gate.decide import is_genuine_red
 from pytest_vgate.gatesfile import Gate, GatesFileError, load_gates_file
 from pytest_vgate.process.regular import NotRegularFile, open_regular, read_regular
 from pytest_vgate.verdict import Mode, Verdict
@@ -98,7 +99,9 @@ def _record() -> Record:
     tree = TreeState(commit="a" * 40, dirty="", label="aaaaaaa")
     red = Verdict.failed(Mode.FAIL, "exit 1", exit_code=1)
     gate = Gate(id="g", argv=("true",))
-    return make_record(gate, red, tree=tree, inputs_digest="", where="current", base_ref=None)
+    return make_record(
+        gate, red, tree=tree, inputs_digest="", where="current", judged=is_genuine_red(red, gate)
+    )
 
 
 @pytest.mark.parametrize("form", ["file", "folder", "symlink"])

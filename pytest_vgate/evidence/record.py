@@ -127,11 +127,12 @@ def make_record(
     time: str | None = None,
     content: str = "",
     extra: Mapping[str, Any] | None = None,
-    judged: tuple[bool, str] = (False, ""),
+    judged: tuple[bool, str],
 ) -> Record:
     """The record of one observed run: identity from the gate, facts from the verdict,
     ``judged`` (genuine red or not, and why) from the verdict's rules
-    (``gate/decide.py::is_genuine_red``; not judged: not a genuine red)."""
+    (``gate/decide.py::is_genuine_red``, which reads the whole output: the record keeps
+    only its tail)."""
     if where not in WHERE:
         raise ValueError(f"where must be one of {WHERE}, not {where!r}")
     genuine, reason = judged

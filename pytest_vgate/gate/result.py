@@ -33,7 +33,7 @@ from pytest_vgate.evidence.reach import (
 )
 from pytest_vgate.evidence.record import Record, Where, make_record
 from pytest_vgate.evidence.why import explain
-from pytest_vgate.gate.decide import Facts, decide, is_genuine_red, runs_disagree
+from pytest_vgate.gate.decide import Decision, Facts, decide, is_genuine_red, runs_disagree
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.gatesfile.kinds import kind_of
@@ -211,17 +211,19 @@ def evaluate_gate(
         red_reach=red_reaches[0] if red_reaches else None,
         green_reach=green_reaches[0] if green_reaches else None,
         argv_missing=tuple(missing_on_base(gate, ctx.root, base_root)) if base_root else (),
-        changed_on_base=_changed_on_base(gate, series, base_root),
         require_red=require_red,
         strict=strict,
     )
     decision = decide(facts)
+    if _asks_what_differs(gate, decision, base_root):  # the never-red hint reads files
+        assert base_root is not None
+        facts = replace(facts, changed_on_base=tuple(changed_on_base(gate, gate.root, base_root)))
+        decision = decide(facts)
     if decision.wants_mutants and mutants > 0 and base_tree is not None:
         found = _mutants(gate, ctx, base_tree, change, decision.coverage, mutants)
         decision = decide(replace(facts, mutants=found))
     rbg = decision.rbg
-    assert rbg is not None
-    red = rbg.red_evidence.to_dict() if rbg.red_evidence is not None else None
+    red = rbg.red_evidence.to_dict() if rbg is not None and rbg.red_evidence is not None else None
     made = max(len(green_records), len(red_records))  # in the order made: red 1, green 1, ...
     records = [r for i in range(made) for r in (*red_records[i : i + 1], *green_records[i : i + 1])]
     return GateResult(
@@ -230,8 +232,8 @@ def evaluate_gate(
         ok=decision.ok,
         mode=decision.mode,
         cause=decision.cause,
-        rbg=rbg.status,
-        rbg_reason=rbg.reason,
+        rbg=rbg.status if rbg is not None else None,
+        rbg_reason=rbg.reason if rbg is not None else "",
         base_verdict=series.reds[0] if series.reds else None,
         red=red,
         records=evidence.encode(records),
@@ -293,12 +295,16 @@ def _records(
     return tuple(greens), tuple(reds)
 
 
-def _changed_on_base(gate: Gate, series: Series, base_root: Path | None) -> tuple[str, ...]:
-    """The files the check names that differ on the base, read only where a rule asks:
-    a base run that passed, of a gate without overlay (the never-red hint)."""
-    if base_root is None or gate.overlay or not series.reds or not series.reds[0].ok:
-        return ()
-    return tuple(changed_on_base(gate, gate.root, base_root))
+def _asks_what_differs(gate: Gate, decision: Decision, base_root: Path | None) -> bool:
+    """The facts the never-red hint needs are read only for a never-red gate without
+    overlay: the files its check names that differ on the base."""
+    rbg = decision.rbg
+    return (
+        base_root is not None
+        and not gate.overlay
+        and rbg is not None
+        and (rbg.status is Rbg.NEVER_RED)
+    )
 
 
 @dataclass(frozen=True)
