@@ -315,3 +315,61 @@ def test_last_failed_deselects_gates_in_sight_never_drops_them(
         not_run.append("gates.yaml::alpha")
     assert f"{len(not_run)} deselected, not run and not verified" in out, out
     assert all(nodeid in shown for nodeid in not_run), out
+
+
+# The project's own collection settings ignore the gates file, the cited document and a
+# legacy test module of its own; each way pytest offers.
+IGNORING = {
+    "collect_ignore_glob": {
+        "tests/conftest.py": 'collect_ignore_glob = ["*.yaml", "*.md", "test_legacy.py"]\n'
+    },
+    "addopts --ignore": {
+        "pytest.ini": "[pytest]\naddopts = --ignore=tests/gates.yaml --ignore=tests/answer.md"
+        " --ignore=tests/test_legacy.py\n"
+    },
+    "pytest_ignore_collect": {
+        "conftest.py": "def pytest_ignore_collect(collection_path, config):\n"
+        "    if collection_path.name in ('gates.yaml', 'answer.md', 'test_legacy.py'):\n"
+        "        return True\n"
+    },
+    "norecursedirs": {"pytest.ini": "[pytest]\nnorecursedirs = qa\n"},
+}
+ARGS = {  # besides --vgate and --vgate-cite: none, the tests, the root and our files
+    "none": [],
+    "tests": ["tests"],
+    "root and files": [".", "{folder}/gates.yaml", "{folder}/answer.md"],
+}
+
+
+@pytest.mark.parametrize("args", list(ARGS))
+@pytest.mark.parametrize("ignoring", list(IGNORING))
+def test_the_projects_ignore_rules_keep_its_tests_and_never_drop_ours(
+    pytester: pytest.Pytester, ignoring: str, args: str
+) -> None:
+    """Named by ``--vgate``/``--vgate-cite``, the gates file and the document run, and the
+    project's tests run beside them as its own rules say: the ignored module stays out.
+    Their files named as arguments too lost the whole folder's tests on pytest 8.0-8.4."""
+    folder = "qa" if ignoring == "norecursedirs" else "tests"
+    write(
+        pytester,
+        {
+            **IGNORING[ignoring],
+            "tests/test_product.py": "def test_product():\n    pass\n",
+            f"{folder}/test_legacy.py": "def test_legacy():\n    assert False, 'ignored'\n",
+            f"{folder}/gates.yaml": "root: ..\n" + GATES,
+            f"{folder}/answer.md": "- tests/test_product.py:1 — `test_product` is the test\n",
+        },
+    )
+    named = [a.format(folder=folder) for a in ARGS[args]]
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-v", "--vgate", f"{folder}/gates.yaml",
+        "--vgate-cite", f"{folder}/answer.md", *named,
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert "tests/test_product.py::test_product PASSED" in out
+    assert (
+        f"{folder}/gates.yaml::alpha PASSED" in out and f"{folder}/gates.yaml::beta PASSED" in out
+    )
+    assert f"{folder}/answer.md::L1:tests/test_product.py:1 PASSED" in out
+    assert "test_legacy" not in out
+    result.assert_outcomes(passed=4)

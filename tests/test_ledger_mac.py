@@ -105,3 +105,77 @@ def test_repository_identity_survives_a_shallow_clone(tmp_path: Path) -> None:
     foreign = dataclasses.replace(made[0], tree=dataclasses.replace(full, repo="c" * 40))
     kept, notes = bind_records([foreign], tree_state(origin), origin)
     assert kept == [] and "not bound to this repository" in notes[0]
+
+
+def _commit(repo: Path, name: str, text: str) -> str:
+    from helpers.git_repo import git
+
+    (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"{name}: {text}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_identity_survives_shallow_and_deepened_clones_of_a_repository_with_two_roots(
+    tmp_path: Path, key_dir: Path
+) -> None:
+    """A second root merged in (``git subtree add``, a merged repository) is the one a
+    shallow checkout reaches, the first the one a full clone names: the records each
+    checkout of the repository writes (MAC and all, through the ledger) bind in every
+    other, shallow, deepened or whole; another repository's bind in none."""
+    from helpers.git_repo import git
+
+    from pytest_vgate.evidence.identity import tree_state
+    from pytest_vgate.evidence.proof import bind_records
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    first = _commit(origin, "f.txt", "0")
+    for n in (1, 2):
+        _commit(origin, "f.txt", str(n))
+    git(origin, "checkout", "-q", "--orphan", "vendored")
+    git(origin, "rm", "-q", "-rf", ".")
+    second, n = _commit(origin, "v.txt", "v0"), 0
+    while second < first:  # the full clone names the smaller root: make it the first
+        n += 1
+        git(origin, "commit", "-q", "--amend", "-m", f"vendored {n}")
+        second = git(origin, "rev-parse", "HEAD")
+    git(origin, "checkout", "-q", "main")
+    git(origin, "merge", "-q", "--allow-unrelated-histories", "-m", "vendor", "vendored")
+    _commit(origin, "f.txt", "3")
+    checkouts = {"origin": origin}
+    for name, depth in (("depth1", "1"), ("depth4", "4")):
+        checkouts[name] = tmp_path / name
+        git(tmp_path, "clone", "-q", "--depth", depth, f"file://{origin}", str(tmp_path / name))
+    assert tree_state(origin).repo == first and tree_state(checkouts["depth4"]).repo == second
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    _commit(other, "g.txt", "another project")
+
+    def written_in(checkout: Path) -> list[object]:
+        ledger = Ledger(tmp_path / "ledgers" / checkout.name)
+        verdict = Verdict(mode=Mode.FAIL, exit_code=1, command=ARGV)
+        tree = tree_state(checkout)
+        made = make_record(GATE, verdict, tree=tree, inputs_digest="", where="base",
+                           base_ref="HEAD~1", time="2026-01-01T10:00:00Z",
+                           judged=(True, "exit 1"))  # fmt: skip
+        assert ledger.append([made]) == []
+        records, warnings = ledger.read()
+        assert warnings == [] and len(records) == 1
+        return list(records)
+
+    ours = [r for checkout in checkouts.values() for r in written_in(checkout)]
+    theirs = written_in(other)
+    stages = ["as cloned", "deepened", "unshallowed"]
+    for stage in stages:
+        for name, checkout in checkouts.items():
+            kept, notes = bind_records([*ours, *theirs], tree_state(checkout), checkout)  # type: ignore[list-item]
+            assert kept == ours and len(notes) == 1, (stage, name, notes)
+        for name in ("depth1", "depth4"):
+            if stage == "as cloned":
+                git(checkouts[name], "fetch", "-q", "--deepen", "1")
+            elif stage == "deepened":
+                git(checkouts[name], "fetch", "-q", "--unshallow")
+    assert tree_state(checkouts["depth1"]).repo == first  # whole now: the full clone's name

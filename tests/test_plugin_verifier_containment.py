@@ -1,18 +1,20 @@
 """End to end: what contains a verifier, its tools, and what its verdict records.
 
-A verifier cannot read the session's environment through ``/proc``.
-A ``type: python`` gate whose verifier prints every ``/proc/*/environ`` it can read and
-the environments of its ancestors (parent, grandparent, ... by ``/proc/<pid>/stat``),
-with a secret planted in the pytest process's environment. Real pytest processes, plain
-and ``-n 2``; the secret must reach neither the output, the junit xml nor the report.
-Nothing a verifier's tools start (a background child, a setsid daemon) outlives its gate,
-however the verifier ends; and its verdict records the isolation it ran under.
+No check reads a secret of the session through ``/proc``: a command gate, a tool run
+through ``ctx.run`` by a ``@verifier`` item or a ``type: python`` gate, and the verifier's
+own process each scan every ``/proc/*/environ`` and ``cmdline`` for a secret in pytest's
+environment and one in the xdist workers'. Nothing a verifier or its tools start (a
+background child, a setsid child, a double-forked daemon) outlives its item or the
+session, however the verifier ends. Both as root (PID namespaces) and as a user without
+the right to make namespaces, plain and ``-n 2``. A verdict records the isolation it ran
+under.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import textwrap
 import time
@@ -25,6 +27,7 @@ from helpers.procs import (
     kill_all,
     new_marker,
     run_unprivileged_session,
+    survivors,
     unshare_available,
 )
 
@@ -33,78 +36,117 @@ from pytest_vgate.process import contain
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
 NAMESPACE_HERE = contain.POOL.probe("auto")[0] == "namespace"
 
-SNOOP = """\
+# Every way a check's process runs -- a command gate, a tool a verifier runs (a
+# ``@verifier`` item's, a ``type: python`` gate's), the verifier's own process -- scans
+# every /proc/*/environ and cmdline for two secrets: one in pytest's environment, one
+# only the xdist workers were started with. It is given them reversed (its own command
+# line holds neither) and reports what it read and where it found one.
+SCAN = """\
+import os, sys
+
+def scan(label, *reversed_secrets):
+    secrets = [s[::-1].encode() for s in reversed_secrets]
+    read, found = 0, []
+    for pid in [d for d in os.listdir("/proc") if d.isdigit() and int(d) != os.getpid()]:
+        for name in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{name}", "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            read += 1
+            found += [f"{pid}/{name}" for s in secrets if s in data]
+    return f"{label}: read {read}; found {found}"
+
+if __name__ == "__main__":
+    print(scan(*sys.argv[1:]))
+"""
+SNOOPER = """\
+from pytest_vgate import Outcome, verifier
+import scan
+
+SECRETS = {secrets!r}
+
+def via_tool(ctx, label="gate_tool"):
+    run = ctx.run("python", "scan.py", label, *SECRETS)
+    return Outcome.failed(run.stdout + run.stderr)
+
+def directly(ctx, label="gate_direct"):
+    return Outcome.failed(scan.scan(label, *SECRETS))
+
+@verifier(id="item_tool", tools=["python"])
+def item_tool(ctx):
+    return via_tool(ctx, "item_tool")
+
+@verifier(id="item_direct")
+def item_direct(ctx):
+    return directly(ctx, "item_direct")
+"""
+PLANT = """\
 import os
 
-def _ancestors():
-    pid = os.getpid()
-    for _ in range(32):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-            pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            return
-        if pid <= 0:
-            return
-        yield pid
-
-def snoop(ctx):
-    names = [f"/proc/{p}/environ" for p in _ancestors()]
-    names += [f"/proc/{d}/environ" for d in os.listdir("/proc") if d.isdigit()]
-    found = 0
-    for name in names:
-        try:
-            with open(name, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        found += 1
-        print(name, data.replace(b"\\0", b" ").decode("utf-8", "replace"))
-    print("environments read:", found)
-    return False
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # before the workers start: theirs alone
+        os.environ["VGATE_WORKER_SECRET"] = {secret!r}
 """
+CHECKS = ("command", "gate_tool", "gate_direct", "item_tool", "item_direct")
 
 
-def _session(pytester: pytest.Pytester, dist_args: list[str], *extra: str) -> tuple[str, str]:
-    """(secret, everything the session wrote: output, junit xml, report)."""
-    secret = new_marker("AKIA-secret")
-    (pytester.path / "snooper.py").write_text(SNOOP, encoding="utf-8")
-    (pytester.path / "gates.yaml").write_text(textwrap.dedent("""\
-        gates:
-          - id: snoop
-            type: python
-            verifiers: [snooper:snoop]
-        """), encoding="utf-8")  # fmt: skip
-    junit = pytester.path / "junit.xml"
-    report = pytester.path / "report.json"
-    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": secret}
-    argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-vv", *dist_args,
-            "--vgate", "gates.yaml", f"--junitxml={junit}", f"--vgate-report={report}",
-            *extra]  # fmt: skip
-    done = subprocess.run(
-        argv, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=240
+def _snooping_session(
+    pytester: pytest.Pytester, who: str, dist_args: list[str], *extra: str
+) -> tuple[tuple[str, str], str]:
+    """(the two secrets, everything the session wrote: output, junit xml, report)."""
+    secrets = (new_marker("AKIA-secret"), new_marker("worker-secret"))
+    reversed_ = [s[::-1] for s in secrets]
+    (pytester.path / "scan.py").write_text(SCAN, encoding="utf-8")
+    (pytester.path / "test_snooper.py").write_text(
+        SNOOPER.format(secrets=reversed_), encoding="utf-8"
     )
+    (pytester.path / "conftest.py").write_text(PLANT.format(secret=secrets[1]), encoding="utf-8")
+    (pytester.path / "gates.yaml").write_text(textwrap.dedent(f"""\
+        gates:
+          - {{id: command, tools: [python], check: python scan.py command {' '.join(reversed_)}}}
+          - {{id: gate_tool, type: python, tools: [python], verifiers: ['test_snooper:via_tool']}}
+          - {{id: gate_direct, type: python, verifiers: ['test_snooper:directly']}}
+        """), encoding="utf-8")  # fmt: skip
+    junit, report = pytester.path / "junit.xml", pytester.path / "report.json"
+    args = ["-rA", "-vv", *dist_args, "--vgate", "gates.yaml", f"--junitxml={junit}",
+            f"--vgate-report={report}", *extra]  # fmt: skip
+    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": secrets[0]}
+    if who == "user":
+        done = run_unprivileged_session(pytester.path, *args, env=env)
+    else:
+        done = subprocess.run(
+            [PY, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=pytester.path, env=env, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
     text = done.stdout + done.stderr
     assert done.returncode == 1, text[-3000:]
-    return secret, "\n".join((text, junit.read_text(), report.read_text()))
+    return secrets, "\n".join((text, junit.read_text(), report.read_text()))
 
 
-@pytest.mark.skipif(not NAMESPACE_HERE, reason="no private PID namespace here")
-def test_a_verifier_cannot_read_the_sessions_environment(
-    pytester: pytest.Pytester, dist_args: list[str]
+@pytest.mark.parametrize("who", ["root", "user"])
+def test_no_check_reads_a_secret_of_the_session(
+    pytester: pytest.Pytester, dist_args: list[str], who: str
 ) -> None:
-    secret, written = _session(pytester, dist_args)
-    assert "environments read: " in written  # the verifier ran and looked
-    assert secret not in written
+    """Plain and ``-n 2``: as root each check runs in a private PID namespace (it sees its
+    own processes only); without root, beside the session's processes, which it cannot
+    read (they are not dumpable)."""
+    if who == "root" and not (os.geteuid() == 0 and NAMESPACE_HERE):
+        pytest.skip("not root, or no private PID namespace here")
+    if who == "user" and not unshare_available():
+        pytest.skip("needs unshare(1) and user namespaces")
+    secrets, written = _snooping_session(pytester, who, dist_args)
+    for label in CHECKS:  # each one ran, read environments and found nothing
+        assert re.search(rf"{label}: read [1-9]\d*; found \[\]", written), (label, written[-3000:])
+    assert not [s for s in secrets if s in written]
 
 
-def test_without_isolation_the_snooping_verifier_finds_the_secret(
-    pytester: pytest.Pytester,
-) -> None:
-    """The control: with --vgate-isolation off the same verifier leaks it (documented)."""
-    secret, written = _session(pytester, [], "--vgate-isolation", "off")
-    assert secret in written
+def test_without_isolation_the_snooping_checks_find_the_secret(pytester: pytest.Pytester) -> None:
+    """The control: with --vgate-isolation off the same checks find it (documented)."""
+    who = "user" if unshare_available() else "root"
+    _secrets, written = _snooping_session(pytester, who, [], "--vgate-isolation", "off")
+    assert re.search(r"command: read \d+; found \['\d+/environ'", written), written[-3000:]
 
 
 SLEEPER = """
@@ -195,9 +237,15 @@ def test_strict_without_namespaces_fails_the_verifier_with_sandbox(
 # A verifier's tools: each starts a background child and a setsid daemon that carry the
 # marker, says so in READY, and exits; the verifier then passes, fails, raises, hangs to
 # the deadline, or answers before the pytest process has started the tool it asked for.
+# A verifier's helpers: its tools each start a background child and a setsid daemon
+# that carry the marker, and so does the verifier's own process (a setsid child, a
+# double-forked daemon); each says so in READY. The verifier then passes, fails, raises,
+# hangs to the deadline, dies (os._exit), or answers before the pytest process has
+# started the tool it asked for. The same run as ``type: python`` gates and as
+# ``@verifier`` items (``item_...``).
 TOOLS = '''\
-import os, sys, time
-from pytest_vgate import Outcome
+import os, subprocess, sys, time
+from pytest_vgate import Outcome, verifier
 
 MARKER, READY, PY = {marker!r}, {ready!r}, {py!r}
 SLEEP = "import time; time.sleep(300)"
@@ -215,103 +263,144 @@ open(os.path.join({{READY!r}}, sys.argv[2]), "w").close()
 def _start(ctx, tag):
     ctx.run("sh", "-c", BACKGROUND, "sh", tag)
     ctx.run("python", "-c", DAEMON, f"{{MARKER}}-daemon-{{tag}}", tag + "-daemon")
+    subprocess.run([PY, "-c", DAEMON, f"{{MARKER}}-ddaemon-{{tag}}", tag + "-ddaemon"])
+    subprocess.Popen(["sh", "-c", BACKGROUND.replace("-bg-", "-direct-") + "; wait", "sh",
+                      tag + "-direct"], start_new_session=True)
+    end = time.monotonic() + 60  # until the setsid child runs (the rest ran to exit)
+    while tag + "-direct" not in os.listdir(READY) and time.monotonic() < end:
+        time.sleep(0.01)
 
-def passes(ctx):
-    _start(ctx, "passes")
+def passes(ctx, tag="passes"):
+    _start(ctx, tag)
     ctx.run("python", "-c", "pass")
     return True
 
-def fails(ctx):
-    _start(ctx, "fails")
+def fails(ctx, tag="fails"):
+    _start(ctx, tag)
     return Outcome.failed("no")
 
-def raises(ctx):
-    _start(ctx, "raises")
+def raises(ctx, tag="raises"):
+    _start(ctx, tag)
     raise RuntimeError("boom")
 
-def hangs(ctx):
-    _start(ctx, "hangs")
+def hangs(ctx, tag="hangs"):
+    _start(ctx, tag)
     time.sleep(300)
 
-def answers_first(ctx):
+def exits(ctx, tag="exits"):
+    _start(ctx, tag)
+    os._exit(3)
+
+def answers_first(ctx, tag="answers_first"):
     # Requests on the call socket, and the answer before the tools have started (each
     # waits for its background child: it would run to its own deadline).
     for n in range(4):
         ctx._link.send({{"op": "run", "tool": "sh", "cwd": None, "expect": [0],
-                        "args": ["-c", BACKGROUND + "; wait", "sh", "answers_first"],
+                        "args": ["-c", BACKGROUND + "; wait", "sh", tag],
                         "id": 10**6 + n}})
     return False
+
+def _item(name):
+    def item(ctx):
+        return globals()[name](ctx, "item_" + name)
+    item.__name__ = item.__qualname__ = "item_" + name
+    timeout = 4 if name == "hangs" else 60
+    return verifier(id="item_" + name, tools=["sh", "python"], timeout=timeout)(item)
+
+for _name in ("passes", "fails", "raises", "hangs", "exits", "answers_first"):
+    globals()["item_" + _name] = _item(_name)
 '''
 
 WATCH = """\
 import json, os, time
 from helpers_procs import host_pids
 
-def _left(gate):  # this gate's processes only: under -n 2 another gate runs meanwhile
-    return [p for kind in ("bg", "daemon") for p in host_pids(f"{marker}-{{kind}}-{{gate}}")]
+def _left(tag):  # this check's processes only: under -n 2 another one runs meanwhile
+    return [p for kind in ("bg", "daemon", "direct", "ddaemon")
+            for p in host_pids(f"{marker}-{{kind}}-{{tag}}")]
 
 def pytest_runtest_logfinish(nodeid, location):
-    gate = nodeid.rpartition("::")[2]
-    end = time.monotonic() + 3
-    while _left(gate) and time.monotonic() < end:
+    tag = nodeid.rpartition("::")[2]
+    end = time.monotonic() + 5  # a process killed a moment ago may not be gone yet
+    while _left(tag) and time.monotonic() < end:
         time.sleep(0.05)
+    ready = [e for e in os.listdir({ready!r}) if e == tag or e.startswith(tag + "-")]
     with open({log!r}, "a") as f:
-        f.write(json.dumps([nodeid, _left(gate)]) + "\\n")
+        f.write(json.dumps([nodeid, _left(tag), ready]) + "\\n")
 """
 
-ENDINGS = ("passes", "fails", "raises", "hangs", "answers_first")
+ENDINGS = ("passes", "fails", "raises", "hangs", "exits", "answers_first")
+MODES = {
+    "passes": "ungrounded",  # its only runs are authored: no tool's answer
+    "fails": "fail",
+    "raises": "error",
+    "hangs": "timeout",
+    "exits": "crash",
+    "answers_first": "fail",
+}
 
 
-def test_processes_a_verifiers_tools_start_die_with_its_call(
-    pytester: pytest.Pytester, dist_args: list[str]
+@pytest.mark.parametrize("who", ["root", "user"])
+def test_nothing_a_verifier_or_its_tools_start_outlives_its_item(
+    pytester: pytest.Pytester, dist_args: list[str], who: str
 ) -> None:
-    """Whatever the verifier does, nothing its tools started outlives its gate: each
-    item's end is checked from inside the session, before the next gate runs."""
+    """Whatever the verifier does and however it started them, nothing its process or its
+    tools started outlives its item (checked from inside the session, before the next
+    item runs), nor the session; as root (in the verifiers' PID namespace) and without."""
+    if who == "user" and not unshare_available():
+        pytest.skip("needs unshare(1) and user namespaces")
     marker = new_marker("tooltree")
     ready = pytester.path / "ready"
     ready.mkdir()
     log = pytester.path / "left.jsonl"
     helpers = Path(__file__).with_name("helpers") / "procs.py"
     (pytester.path / "helpers_procs.py").write_text(helpers.read_text(), encoding="utf-8")
-    (pytester.path / "tools_checks.py").write_text(
+    (pytester.path / "test_tools_checks.py").write_text(
         TOOLS.format(marker=marker, ready=str(ready), py=PY), encoding="utf-8"
     )
     (pytester.path / "conftest.py").write_text(
-        WATCH.format(marker=marker, log=str(log)), encoding="utf-8"
+        WATCH.format(marker=marker, log=str(log), ready=str(ready)), encoding="utf-8"
     )
     gates = ["gates:"] + [
         f"  - {{id: {name}, type: python, tools: [sh, python], "
         f"timeout: {4 if name == 'hangs' else 60}, "
-        f"verifiers: ['tools_checks:{name}']}}"
+        f"verifiers: ['test_tools_checks:{name}']}}"
         for name in ENDINGS
     ]
     (pytester.path / "gates.yaml").write_text("\n".join(gates) + "\n", encoding="utf-8")
     report = pytester.path / "report.json"
+    args = [*dist_args, "--vgate", "gates.yaml", f"--vgate-report={report}"]
     try:
-        done = subprocess.run(
-            [PY, "-m", "pytest", "-p", "no:cacheprovider", *dist_args, "--vgate",
-             "gates.yaml", f"--vgate-report={report}"],
-            cwd=pytester.path, capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
-        import json
-
+        if who == "user":
+            done = run_unprivileged_session(pytester.path, *args)
+        else:
+            done = subprocess.run(
+                [PY, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                cwd=pytester.path, capture_output=True, text=True, timeout=240,
+            )  # fmt: skip
         left = [json.loads(line) for line in log.read_text().splitlines()]
         started = sorted(os.listdir(ready))
+        after = survivors(marker, within=5)
     finally:
         kill_all(marker)
     assert done.returncode == 1, done.stdout[-3000:]
     modes = {g["id"]: g["mode"] for g in json.loads(report.read_text())["gates"]}
-    assert modes == {
-        "passes": "ungrounded",  # its only runs are authored: no tool's answer
-        "fails": "fail",
-        "raises": "error",
-        "hangs": "timeout",
-        "answers_first": "fail",
-    }, modes
-    for name in ENDINGS[:-1]:  # each started its tools' processes before it ended
-        assert {name, f"{name}-daemon"} <= set(started), started
-    survivors = {nodeid: pids for nodeid, pids in left if pids}
-    assert survivors == {}, (survivors, done.stdout[-2000:])
+    assert modes == {**MODES, **{f"item_{k}": v for k, v in MODES.items()}}, modes
+    for name in ENDINGS[:-1]:  # each started its processes before it ended
+        for tag in (name, f"item_{name}"):
+            expected = {tag, *(f"{tag}-{kind}" for kind in ("daemon", "ddaemon", "direct"))}
+            assert expected <= set(started), started
+    survived = {nodeid: pids for nodeid, pids, _ in left if pids}
+    assert survived == {}, (survived, done.stdout[-2000:])
+    tags = {nodeid.rpartition("::")[2]: set(seen) for nodeid, _, seen in left}
+    late = {  # a READY entry of an item written after that item ended
+        e
+        for tag, seen in tags.items()
+        for e in started
+        if (e == tag or e.startswith(tag + "-")) and e not in seen
+    }
+    assert late == set(), "a tool started after its item ended"
+    assert after == [], "processes outlived the session"
 
 
 RECORDED = """

@@ -282,19 +282,24 @@ def _shallow_boundary(top: Path) -> set[str]:
         return set()
 
 
-def known_commits(top: Path, commits: Iterable[str]) -> set[str] | None:
-    """Which of ``commits`` exist in the repository at ``top``; None when git cannot say."""
-    wanted = sorted({c for c in commits if c and all(ch in "0123456789abcdef" for ch in c)})
+def commits_here(top: Path, commits: Iterable[str]) -> tuple[set[str], set[str]] | None:
+    """Which of ``commits`` the repository at ``top`` has, and which may be a root of it:
+    parentless or, in a shallow clone, missing or at its boundary (what lies beyond cannot
+    be seen from here); None when git cannot say."""
+    wanted = {c for c in commits if c and all(ch in "0123456789abcdef" for ch in c)}
     if not wanted:
-        return set()
-    result = run_git(
-        [*GIT_SAFE, "rev-list", "--no-walk", "--ignore-missing", *wanted],
+        return set(), set()
+    listed = run_git(
+        [*GIT_SAFE, "rev-list", "--no-walk", "--parents", "--ignore-missing", *sorted(wanted)],
         cwd=top,
         timeout=_GIT_TIMEOUT,
     )
-    if result.exit_code != 0:
+    if listed.exit_code != 0:
         return None
-    return set(result.stdout.split()) & set(wanted)
+    lines = [line.split() for line in listed.stdout.splitlines()]
+    here, boundary = {line[0] for line in lines}, _shallow_boundary(top)
+    unseen = ((wanted - here) | boundary) & wanted if boundary else set()
+    return here, {line[0] for line in lines if len(line) == 1} | unseen
 
 
 def named_files(gate: Gate, root: Path) -> list[str]:

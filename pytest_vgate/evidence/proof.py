@@ -21,7 +21,7 @@ from pytest_vgate.evidence import (
     tree_state,
 )
 from pytest_vgate.evidence.change import Change, compute_change
-from pytest_vgate.evidence.identity import known_commits, named_files
+from pytest_vgate.evidence.identity import commits_here, named_files
 from pytest_vgate.evidence.record import Where
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.process.regular import read_regular
@@ -123,25 +123,27 @@ def bind_records(
 ) -> tuple[list[Record], list[str]]:
     """Keep the records of this repository that name a commit it has; say what was dropped.
 
-    Outside git nothing is dropped (the ledger cannot prove anything there anyway).
+    A record's identity (the root commit its checkout reached; None when a shallow one
+    reached none) must be a root here: any one, as a repository may have several and the
+    one a checkout reaches moves with its depth. A shallow clone also keeps one it cannot
+    see (beyond its boundary), bound by its commit alone. Outside git nothing is dropped
+    (the ledger cannot prove anything there anyway).
     """
     records = list(records)
     if not tree.is_git or not records:
         return records, []
-    # A shallow clone cannot name its root (identity None, here or in the record): then a
-    # record is bound by the commit it names, which must exist here.
-    ours = [r for r in records if None in (r.tree.repo, tree.repo) or r.tree.repo == tree.repo]
-    foreign = len(records) - len(ours)
-    known = known_commits(root, (r.tree.commit or "" for r in ours))
-    if known is None:
+    found = commits_here(root, [x or "" for r in records for x in (r.tree.commit, r.tree.repo)])
+    if found is None:
         return [], [f"git could not check the {len(records)} records' commits; none is used"]
+    known, roots = found
+    ours = [r for r in records if r.tree.repo is None or r.tree.repo in roots]
     kept = [r for r in ours if r.tree.commit in known]
     unknown = [r for r in ours if r.tree.commit not in known]
     notes = []
-    if foreign:
+    if len(ours) < len(records):
         notes.append(
-            f"ignored {foreign} record(s) not bound to this repository (root commit "
-            f"{(tree.repo or '?')[:12]}): copied from another repository, or written by hand"
+            f"ignored {len(records) - len(ours)} record(s) not bound to this repository (no "
+            "root commit of it): copied from another repository, or written by hand"
         )
     if unknown:
         shown = ", ".join(sorted({(r.tree.commit or "none")[:12] for r in unknown})[:3])

@@ -8,8 +8,8 @@ documents are therefore not collection arguments: the plugin makes their nodes i
 under the session, and adds their items to the collection before anything selects or
 deselects (``-k``, ``-m``, ``--deselect`` and ``--lf`` then work on them as on any item).
 
-A gates file the user names as an argument (``pytest gates.yaml::some-gate``) is collected
-by pytest as usual, so node-id selection keeps working.
+A gates file also named as an argument is made so too; one named by node id (``pytest
+gates.yaml::some-gate``) is collected by pytest as usual, so node-id selection keeps working.
 
 ``--lf`` drops, while it collects a file that failed before, the items that passed then,
 without deselecting them: a gate or verifier would vanish without a word (and through
@@ -88,13 +88,16 @@ def keep_items(config: pytest.Config) -> None:
 
 
 def restrict_args(config: pytest.Config, settings: Settings) -> None:
-    """``--vgate-only``: keep only the arguments that name a gates file or document; and
-    the same for ``--vgate-cite DOC`` alone on the command line (``cite_alone``)."""
-    if not (settings.only or cite_alone(config, settings)):
-        return
+    """``--vgate-only`` (and ``--vgate-cite DOC`` alone, ``cite_alone``): drop the arguments
+    that name no gates file or document. Always: leave a gates file or document named whole
+    to ``add_items`` (pytest 8.0-8.4 drop a folder argument holding a file that is also an
+    argument: the project's tests went with it); a node of one (``FILE::id``) stays."""
     ours = {*settings.gates_files, *settings.cite_files}
+    only = settings.only or cite_alone(config, settings)
     base = config.invocation_params.dir
-    config.args[:] = [arg for arg in config.args if arg_path(base, arg) in ours]
+    config.args[:] = [
+        arg for arg in config.args if ("::" in arg if arg_path(base, arg) in ours else not only)
+    ]
 
 
 def cite_alone(config: pytest.Config, settings: Settings) -> bool:

@@ -34,6 +34,7 @@ from pytest_vgate.plugin.extending import install_guard, register_exporters
 from pytest_vgate.plugin.session import RESOURCES, STATE, Resources, WorkerInput, is_worker
 from pytest_vgate.plugin.settings import Settings, option_path, read_settings, resolved
 from pytest_vgate.plugin.startup import STARTING_PATH
+from pytest_vgate.process import contain
 from pytest_vgate.process.tools import ToolInventory
 from pytest_vgate.verdict import DEFAULT_CAUSE, Mode
 
@@ -51,6 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(install_guard(config.pluginmanager))  # our hooks, held to our rules
     loaded: list[GatesFile] = []
     guard.install_sigterm(config, settings)
+    if settings.isolation != "off":  # docs/environment.md: what checks cannot read
+        undo = contain.keep_out_of_reach()
+        if not is_worker(config):  # a worker stays so to its exit: others' checks still run
+            config.add_cleanup(undo)
     _warn_about_idle_options(config, settings)
     if settings.enabled:
         for path in (*settings.gates_files, *settings.cite_files):

@@ -23,9 +23,8 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +102,7 @@ class Shepherd:
         self.level = str(msg["ready"])
         self.detail = str(msg.get("detail", ""))
         if self.level == "namespace":
-            kids = _children(self.proc.pid)
+            kids = children(self.proc.pid)
             self.inner = kids[0] if len(kids) == 1 else None
 
     # -- messages ------------------------------------------------------------------------
@@ -223,7 +222,7 @@ class Shepherd:
         if self.inner is not None:
             # The init is single-threaded: its one task lists its children.
             for kid in _task_children(self.inner, self.inner):
-                if _ns_pid(kid) == pid:
+                if ns_pid(kid) == pid:
                     return kid
         return -1  # unknown: never used as a target
 
@@ -272,15 +271,6 @@ class Shepherd:
 
 def children(pid: int) -> list[int]:
     """The pids of ``pid``'s children (as this process sees them); [] when unknown."""
-    return _children(pid)
-
-
-def ns_pid(pid: int) -> int | None:
-    """``pid``'s pid in its innermost PID namespace (``NSpid``); None when unknown."""
-    return _ns_pid(pid)
-
-
-def _children(pid: int) -> list[int]:
     found: list[int] = []
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -298,7 +288,8 @@ def _task_children(pid: int, tid: int) -> list[int]:
         return []
 
 
-def _ns_pid(pid: int) -> int | None:
+def ns_pid(pid: int) -> int | None:
+    """``pid``'s pid in its innermost PID namespace (``NSpid``); None when unknown."""
     try:
         with open(f"/proc/{pid}/status", "rb") as f:
             status = f.read()
@@ -352,6 +343,19 @@ def shepherd_for(isolation: str) -> str:
     whatever it costs.
     """
     return "namespace" if isolation == "strict" or os.geteuid() == 0 else "contained"
+
+
+def keep_out_of_reach() -> Callable[[], None]:
+    """Make this process (pytest, an xdist worker) not dumpable, for the session: a check
+    of the same user without a namespace to hide it cannot read its environment or memory
+    in ``/proc`` (``ptrace`` rules). Returns what undoes it. Root's checks keep that right."""
+    made = _proto.prctl(_proto.PR_GET_DUMPABLE) == 1 and not _proto.prctl(_proto.PR_SET_DUMPABLE, 0)
+
+    def undo() -> None:
+        if made:
+            _proto.prctl(_proto.PR_SET_DUMPABLE, 1)
+
+    return undo
 
 
 class Pool:
@@ -470,19 +474,3 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 POOL = Pool()
-
-
-def wait_answer(shepherd: Shepherd, timeout: float) -> bool:
-    """Wait until the shepherd has something to say (its exit report)."""
-    import select
-
-    if shepherd.has_answer():
-        return True
-    end = time.monotonic() + timeout
-    while True:
-        left = end - time.monotonic()
-        if left <= 0:
-            return False
-        readable, _, _ = select.select([shepherd.sock], [], [], left)
-        if readable:
-            return True

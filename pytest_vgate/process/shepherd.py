@@ -45,7 +45,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 3, 4, 36
 REAP_LIMIT = 5.0  # seconds to wait for killed processes (stuck in the kernel: give up)
 MAX_MESSAGE = 64 << 20
 _CLOEXEC = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
@@ -380,6 +380,28 @@ def own_children() -> list[int]:
     except OSError:
         pass
     return pids
+
+
+def kill_strays(keep: set[int]) -> None:
+    """Kill and collect every child of ours not in ``keep`` until none is left: in a
+    subreaper, what a dead child left behind comes to us (and what those leave, as they die)."""
+    while strays := [pid for pid in own_children() if pid not in keep]:
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def prctl(option: int, value: int = 0) -> int:
+    """``prctl(option, value)`` for this process; -1 where refused or not Linux."""
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None).prctl(option, value, 0, 0, 0))
+    except (OSError, AttributeError):
+        return -1
 
 
 def _write(path: str, text: str) -> None:

@@ -106,6 +106,8 @@ class Call:
         self.pid: int | None = None
         self.reaper: spawner.Control | None = None
         self._killed = threading.Event()
+        self.answered = False  # the child answered, after killing all it had started
+        self._serving: list[threading.Thread] = []  # one per ctx.run request
         self._send_lock = threading.Lock()
         self._dumped_at: int | None = None  # output bytes when the stacks were asked for
 
@@ -158,8 +160,12 @@ class Call:
             raise
         finally:
             self.kill()  # the child has nothing left to do; nor have its tools
-            if self.reaper is not None and self.pid is not None:  # killed: no need to wait
-                self.reaper.reap(self.pid, later=self.reaper is zygote.control)
+            for thread in self._serving:  # a tool starting meanwhile is killed at once
+                thread.join(spawner.REPLY_TIMEOUT)
+            if self.reaper is not None and self.pid is not None:
+                # Unanswered: wait until its zygote killed what it left (an orphan, a daemon).
+                later = self.answered and self.reaper is zygote.control
+                self.reaper.reap(self.pid, status=not self.answered, later=later)
             with suppress(OSError):
                 sock.close()
             with suppress(OSError):
@@ -202,6 +208,7 @@ class Call:
                     for message in messages:
                         done = self._handle(message, sock, started, deadline)
                         if done is not None:
+                            self.answered = True
                             drain(out_fd, self.capture, rounds=64)  # printed before it answered
                             return done
                     if not sock_open:
@@ -228,9 +235,10 @@ class Call:
     ) -> VerifierResult | None:
         op = message.get("op")
         if op == Op.RUN:
-            threading.Thread(
-                target=self._serve, args=(message, sock, deadline), daemon=True
-            ).start()
+            args = (message, sock, deadline)
+            thread = threading.Thread(target=self._serve, args=args, daemon=True)
+            self._serving.append(thread)
+            thread.start()
         elif op == Op.DECLARE:
             tools = message.get("tools")
             if isinstance(tools, list):
@@ -305,9 +313,7 @@ class Call:
         self.host.close()
         _drain_until_closed(out_fd, self.capture)
         code: int | None = None
-        if self.reaper is not None and self.pid is not None:
-            with suppress(ValueError):
-                kill_process_group(self.pid, signal.SIGKILL)  # what it left behind
+        if self.reaper is not None and self.pid is not None:  # it, and all it left behind
             code = self.reaper.reap(self.pid, status=True)
             self.reaper = None  # collected
         if code is not None and code < 0:

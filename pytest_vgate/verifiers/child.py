@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
+from pytest_vgate.process.shepherd import kill_strays
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.invoke import execute
 from pytest_vgate.verifiers.messages import InternalMessage, Op, VerifierJob
@@ -165,11 +166,13 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
                 os.chdir(job.cwd)
         answer = execute(job, link)
         flush_streams()  # before the answer: the pytest process then reads what is there
+        kill_strays(set())  # all the verifier started is below us (a subreaper): gone first
         link.send(answer.message())
     # The verifier child's fail-closed boundary (boundary.py): a bug of ours (or a signal
     # handler of the verifier firing late) must still answer; the parent makes it an error.
     except BaseException as exc:  # noqa: BLE001
         with suppress(BaseException):  # the link is gone: the parent sees a crash instead
+            kill_strays(set())
             link.send(InternalMessage(op=Op.INTERNAL, detail=f"{type(exc).__name__}: {exc}"))
     finally:
         flush_streams()

@@ -16,6 +16,10 @@ process asks (``reap``, or a spare request's ``reap`` list), so the pid the pyte
 process kills by still names that child; unless the exit status is asked for, the child
 is killed at once and collected once it has died, never waited for.
 At end of stream (the pytest process is gone) a zygote kills its children and exits.
+Zygotes and verifier processes are child subreapers: what a verifier starts, however it
+detaches, stays below it while it runs and comes to its zygote when it dies. A verifier
+process kills what it started before it answers; a zygote kills what comes to it when it
+collects a child, before it answers the pytest process (``shepherd.kill_strays``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_vgate.process import bytecode, fork_template, kill_process_group
+from pytest_vgate.process import bytecode, fork_template, kill_process_group, shepherd
+from pytest_vgate.process.shepherd import PR_SET_CHILD_SUBREAPER, kill_strays
 from pytest_vgate.verifiers import wire
 from pytest_vgate.verifiers.child import (
     STACK_DUMP_LEAD,
@@ -97,26 +102,19 @@ def _serve_common(
         status = _reap(pid) if pid in children else None
         children.discard(pid)
         dying.discard(pid)
-        wire.send(ctl, {"status": status})
     else:
         _dismiss(pid, children, dying)
+    kill_strays(children)  # what it left (we are a subreaper), before any answer
+    if message.get("status"):
+        wire.send(ctl, {"status": status})
     return True
 
 
-def _shutdown(children: set[int], grace: float = 0.0) -> NoReturn:
-    """The pytest process is gone: kill and collect every child, then exit. ``grace``:
-    how long children (module zygotes) get to do the same for theirs first."""
-    end = time.monotonic() + grace
-    waiting = set(children)
-    while waiting and time.monotonic() < end:
-        for pid in list(waiting):
-            with suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                    continue
-            waiting.discard(pid)
-        time.sleep(0.01)
-    for pid in waiting:
+def _shutdown(children: set[int]) -> NoReturn:
+    """The pytest process is gone: kill and collect every child and what it left, then exit."""
+    for pid in children:
         _reap(pid)
+    kill_strays(set())
     os._exit(0)
 
 
@@ -143,6 +141,10 @@ def base_main(fd: int, preload: list[str], want: str = "none") -> None:
     pids we report are those of a namespace of our own)."""
     ctl = socket.socket(fileno=fd)
     level, detail = _contain(ctl, want)
+    shepherd.prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # Not dumpable, nor are the verifier processes forked from us: no check reads their
+    # environment or memory through /proc, namespace or not.
+    shepherd.prctl(shepherd.PR_SET_DUMPABLE, 0)
     wire.send(ctl, {"isolation": level, "detail": detail, "pidns": os.getpid() == 1})
     for name in preload:
         with suppress(BaseException):  # a preload is an optimisation
@@ -153,7 +155,7 @@ def base_main(fd: int, preload: list[str], want: str = "none") -> None:
     while True:
         message, fds = inbox.recv()
         if message is None:
-            _shutdown(children, grace=2.0)  # module zygotes first kill what they forked
+            _shutdown(children)
         if message.get("op") == Op.ZYGOTE and len(fds) == 1:
             ours, theirs = socket.socketpair()
             flush_streams()
@@ -222,6 +224,7 @@ def module_main(ctl: socket.socket, out_fd: int, message: Mapping[str, Any]) -> 
     """A module zygote: import once, then a fresh child per call (or one call in itself)."""
     with suppress(OSError):
         os.setpgid(0, 0)
+    shepherd.prctl(PR_SET_CHILD_SUBREAPER, 1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(out_fd, 1)  # what the import prints reaches the first call's output
@@ -281,6 +284,7 @@ def _fork_spare(ctl: socket.socket) -> _Spare:
             ctl.close()
             ours.close()
             os.close(out_r)
+            shepherd.prctl(PR_SET_CHILD_SUBREAPER, 1)
             child_main(theirs, out_w)
         finally:
             os._exit(70)
@@ -318,6 +322,7 @@ def _serve_template(ctl: socket.socket) -> None:
             _offer(ctl, children)  # first: the call that asked runs now
             for pid in message.get("reap") or ():  # the children of calls that ended
                 _dismiss(int(pid), children, dying)
+            kill_strays(children)
         elif not _serve_common(ctl, message, children, dying):
             wire.send(ctl, {"error": f"unknown request {message.get('op')!r}"})
 

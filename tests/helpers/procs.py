@@ -136,12 +136,12 @@ def _sh_quote(text: str) -> str:
 
 
 def run_unprivileged_session(
-    cwd: Path, *args: str, timeout: float = 240
+    cwd: Path, *args: str, timeout: float = 240, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m pytest ARGS`` in ``cwd`` as a user who may not create user namespaces
     (``as_unprivileged(userns=False)``), importing what this suite imports."""
     argv = [PY, "-m", "pytest", "-p", "no:cacheprovider", *args]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**(env or os.environ), "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.run(
         as_unprivileged(argv, userns=False),
         cwd=cwd,
