@@ -1067,3 +1067,14 @@ def test_the_verdict_on_the_mutants() -> None:
     )
     assert raised.status is Discrimination.UNMEASURED and raised.score == "0/0"
     assert ast.literal_eval(repr(raised.to_dict()))["planted"] == 0
+
+
+def test_coverage_judges_each_run_by_its_role_not_its_identity() -> None:
+    """One reach object given for both runs of a deletion: the red run reached the change,
+    and the green run has no head-side line to reach: ``covers`` either way."""
+    deletion = replace(CHANGE, head_changed={})
+    same = decide(facts(GATE, PASS, RED, change=deletion, red_reach=REACHED, green_reach=REACHED))
+    copy = replace(REACHED)
+    apart = decide(facts(GATE, PASS, RED, change=deletion, red_reach=REACHED, green_reach=copy))
+    assert same.coverage is not None and apart.coverage is not None
+    assert same.coverage.status is apart.coverage.status is CoverageStatus.COVERS

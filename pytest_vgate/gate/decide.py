@@ -676,8 +676,9 @@ def coverage_of(
     if not runs or unmeasured:
         why = unmeasured[0].reason if unmeasured else "no run was measured"
         return CoverageResult(CoverageStatus.UNMEASURED, change, red, green, why)
-    green_needed = green is not None and bool(change.head_changed)
-    hits = [r.reached for r in runs if r is not green or green_needed]
+    # the red run must reach the change; the green run too where the head side has lines
+    judged = [red, green] if change.head_changed else [red]
+    hits = [r.reached for r in judged if r is not None]
     if hits and all(hits):
         status = CoverageStatus.COVERS
     elif any(r.reached for r in runs):
