@@ -25,7 +25,7 @@ import math
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -240,9 +240,9 @@ def _measured(
     missed: list[str],
     nodes: dict[str, dict[str, set[int]]],
 ) -> Measured:
-    mapped = {path: _statements(path, lines) for path, lines in files.items()}
+    mapped = {path: statements(path, lines) for path, lines in files.items()}
     by_node = {
-        node: {path: _statements(path, lines) for path, lines in seen.items()}
+        node: {path: statements(path, lines) for path, lines in seen.items()}
         for node, seen in nodes.items()
     }
     if missed:
@@ -345,7 +345,7 @@ def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
     return frozenset(parser.statements), first
 
 
-def _statements(path: str, lines: set[int]) -> frozenset[int]:
+def statements(path: str, lines: Iterable[int]) -> frozenset[int]:
     """Executed lines as coverage.py counts them: a line inside a multi-line statement
     is the statement's first line (``executable_lines``, also what the change's lines are)."""
     try:
