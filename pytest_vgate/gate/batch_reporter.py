@@ -566,6 +566,12 @@ def _child(
                 path,
             )
             function.__code__ = code
+        option = items[0].config.option if items else None
+        if getattr(option, "tbstyle", None) in ("auto", "long", "short"):
+            # These styles parse each traceback file's whole source (a third of a second
+            # for a large module, in every child): the native one shows the same places
+            # where each exception of the chain was raised, which is what is read.
+            option.tbstyle = "native"
         batch.child = []
         try:
             for i, item in enumerate(items):
