@@ -203,8 +203,9 @@ def _with_mutants(
     gate: Gate, ctx: RunContext, folder: Path, planner: Planner
 ) -> tuple[Verdict, list[Record]]:
     """Run the batch on a thread; once its nodes ran (it writes ``ready``), hand the
-    planner's entries to its zygote through the ``plan`` FIFO."""
-    for name in ("plan", "ready"):
+    planner's entries to its zygotes through the ``plan`` (swaps) and ``plan0`` (imports)
+    FIFOs."""
+    for name in ("plan", "plan0", "ready"):
         os.mkfifo(folder / name, 0o600)
     ready = os.open(folder / "ready", os.O_RDWR | os.O_NONBLOCK)  # read, never EOF
     done: list[Verdict] = []
@@ -215,7 +216,8 @@ def _with_mutants(
         while runner.is_alive():
             if select.select([ready], [], [], READY_POLL)[0]:
                 plan = planner(_records(folder / "records"))
-                _send(folder / "plan", [*(e for e in plan if "solo" not in e), {"end": True}])
+                _send(folder / "plan", [*(e for e in plan if "text" not in e), {"end": True}])
+                _send(folder / "plan0", [*(e for e in plan if "text" in e), {"end": True}])
                 break
     finally:
         os.close(ready)
