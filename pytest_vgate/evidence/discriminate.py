@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pytest_vgate.context import RunContext
 
 SHOWN_SURVIVORS = 5
+NOT_FORKED = "no batch forked it (its check is not pytest on node ids, or batches are off)"
 
 
 class Discrimination(StrEnum):
@@ -184,7 +185,10 @@ def discriminate(
     results = {i: r for i, m in enumerate(mutants) if (r := _forked(m, given.get(mutant_key(m))))}
     solo = {i: m for i, m in enumerate(mutants) if i not in results}
     if solo:
-        why = {i: given.get(mutant_key(m), Forked()).why_solo for i, m in solo.items()}
+        why = {
+            i: given.get(mutant_key(m), Forked(why_solo=NOT_FORKED)).why_solo
+            for i, m in solo.items()
+        }
         problem = _solo(gate, change, run, make_copy, context_in, solo, why)
         if isinstance(problem, str) and not results:
             return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)

@@ -42,8 +42,6 @@ import traceback
 import warnings
 from typing import Any
 
-import pytest
-
 FOLDER_ENV = "PYTEST_VGATE_BATCH"
 MODULE = "_pytest_vgate_batch_reporter"
 SPAWNS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"})
@@ -103,9 +101,10 @@ class _Batch:
                 os.environ["COVERAGE_CORE"] = "sysmon"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cov = coverage.Coverage(
-                    data_file=None, include=[glob.escape(p) for p in include], config_file=False
-                )
+                patterns = [
+                    glob.escape(p.removesuffix("*")) + p[-1:] * p.endswith("*") for p in include
+                ]
+                cov = coverage.Coverage(data_file=None, include=patterns, config_file=False)
                 cov.start()
             self.cov, self.tracer = cov, None if monitoring else sys.gettrace()
         # This process's measurement boundary: a failure is "unmeasured", never the check's.
@@ -134,10 +133,9 @@ class _Batch:
     def segment(self, node: str | None) -> None:
         import coverage
 
-        if self.tracer is not None and sys.gettrace() is not self.tracer:
-            self.put({"unseen": "a tracer we could not share replaced ours", "seg": self.node})
-        if coverage.Coverage.current() is not self.cov:
-            self.put({"unseen": "another coverage.py took the slot", "seg": self.node})
+        replaced = self.tracer is not None and sys.gettrace() is not self.tracer
+        if replaced or coverage.Coverage.current() is not self.cov:
+            self.put({"unseen": "another tracer took the slot (coverage.py?)", "seg": self.node})
         if self.tracer is None:  # sys.monitoring: read and clear this segment's lines
             data = self.cov.get_data()
             lines = {f: sorted(data.lines(f) or ()) for f in data.measured_files()}
@@ -217,7 +215,6 @@ def pytest_configure(config: Any) -> None:
         _BATCH.put({"rootdir": str(config.rootpath)})  # type: ignore[union-attr]
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: Any) -> None:
     batch = _main()
     if batch is not None and batch.spec.get("fork") and hasattr(os, "fork"):
