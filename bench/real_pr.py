@@ -135,7 +135,7 @@ def subjects(
     gates: str,
     env: dict[str, str],
     batch: bool = False,
-    forks: list[float] | None = None,
+    forks: dict[bool, list[float]] | None = None,
 ) -> list[tuple[str, Callable[[], Run]]]:
     """The subjects; ``forks`` collects each forked mutant's cost beyond its tests."""
     nodes, overlay = nodes_of(repo / gates)
@@ -146,8 +146,9 @@ def subjects(
         run = vgate(f"--vgate-report={report}")
         gates = json.loads(report.read_text(encoding="utf-8"))["gates"]
         for gate in gates if forks is not None else ():
-            mutants = (gate.get("discrimination") or {}).get("mutants", [])
-            forks.extend(m["seconds"] - m["tests"] for m in mutants if m.get("how") == "fork")
+            for m in (gate.get("discrimination") or {}).get("mutants", []):
+                if m.get("how") == "fork":  # outside functions: imported anew, then collected
+                    forks.setdefault(bool(m["function"]), []).append(m["seconds"] - m["tests"])
         return run
 
     def vgate(*extra: str) -> Run:
@@ -188,7 +189,7 @@ def main() -> None:
     header(f"real pull requests: vgate --vgate-base vs a reviewer's two runs, {rounds} rounds")
     env = clean_env(PATH=f"{Path(sys.executable).parent}:{clean_env().get('PATH', '')}")
     rows: list[list[object]] = []
-    forks: dict[str, list[float]] = {}
+    forks: dict[str, dict[bool, list[float]]] = {}
     with workdir("real-pr", keep=args.keep) as work:
         cache = args.cache or work / "sdists"
         cache.mkdir(exist_ok=True)
@@ -201,7 +202,7 @@ def main() -> None:
             ).check(what="--vgate-init")  # fmt: skip
             count = len(nodes_of(repo / "gates.yaml")[0])
             print(f"{pair}: {count} gates from --vgate-init ({init.wall:.2f} s)", flush=True)
-            runs = subjects(repo, "gates.yaml", env, args.batch, forks.setdefault(pair, []))
+            runs = subjects(repo, "gates.yaml", env, args.batch, forks.setdefault(pair, {}))
             series = alternate(rounds, runs, verbose=not args.quiet)
             v, a, p = series["vgate"], series["two runs"], series["proof alone"].median
             row: list[object] = [pair, count, v.median, a.median, ratio(v.median, a.median)]
@@ -227,12 +228,13 @@ def main() -> None:
     pair_cols = ["proof alone s", "proof alone/two runs"]
     pair_cols += [*batch_cols, "solo s", "solo/two runs"] if args.batch else []
     print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *pair_cols], rows))
-    for pair, costs in forks.items():  # each forked mutant: fork to answer, less its tests
-        if costs:
+    for pair, found in forks.items():  # each forked mutant: fork to answer, less its tests
+        for inside, costs in sorted(found.items(), reverse=True):
             ms = sorted(1000 * c for c in costs)
-            print(f"{pair}: {len(ms) // rounds} forked mutants a session, beyond their tests "
-                  f"median {statistics.median(ms):.1f} ms, mean {statistics.mean(ms):.1f} ms, "
-                  f"max {ms[-1]:.0f} ms")  # fmt: skip
+            where = "of a function" if inside else "outside functions (import and collection)"
+            print(f"{pair}: {len(ms) / rounds:g} forked mutants {where} a session, beyond "
+                  f"their tests median {statistics.median(ms):.1f} ms, mean "
+                  f"{statistics.mean(ms):.1f} ms, max {ms[-1]:.0f} ms")  # fmt: skip
     if scale:
         print()
         print(table(["gates", "vgate s", "two runs s", "ratio", *batch_cols],

@@ -22,6 +22,7 @@ import select
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,23 +118,21 @@ class BatchRun:
     verdict: Verdict
     records: tuple[Record, ...] = ()
     plan: tuple[Record, ...] = ()
+    nodes_took: float = 0.0  # from its start to its nodes' end, when mutants followed
 
     def to_dict(self) -> Record:
-        return {
-            "verdict": self.verdict.to_dict(),
-            "records": list(self.records),
-            "plan": list(self.plan),
-        }
+        return {"verdict": self.verdict.to_dict(), "records": list(self.records),
+                "plan": list(self.plan), "nodes_took": self.nodes_took}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BatchRun:
-        return cls(Verdict.from_dict(data["verdict"]), tuple(data["records"]), tuple(data["plan"]))
+        verdict, records = Verdict.from_dict(data["verdict"]), tuple(data["records"])
+        return cls(verdict, records, tuple(data["plan"]), float(data["nodes_took"]))
 
     @property
     def duration(self) -> float:
-        """How long its nodes took (the mutants forked afterwards are not counted)."""
-        ends = [float(r["t"]) for r in self.records if "exit" in r and "t" in r]
-        return ends[0] if ends else self.verdict.duration
+        """How long the process took to run its nodes (the mutants after them not counted)."""
+        return self.nodes_took or self.verdict.duration
 
 
 @dataclass(frozen=True)
@@ -189,19 +188,20 @@ def run_batch(
         )
         run = replace(ctx, measure=None)  # the reporter measures: no bootstrap in there
         plan: list[Record] = []
+        took = 0.0
         if planner is None:
             verdict = run_check(batch_gate, run)
         else:
-            verdict, plan = _with_mutants(batch_gate, run, folder, planner)
+            verdict, plan, took = _with_mutants(batch_gate, run, folder, planner)
         records = _records(folder / "records")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return BatchRun(verdict, tuple(records), tuple(plan))
+    return BatchRun(verdict, tuple(records), tuple(plan), took)
 
 
 def _with_mutants(
     gate: Gate, ctx: RunContext, folder: Path, planner: Planner
-) -> tuple[Verdict, list[Record]]:
+) -> tuple[Verdict, list[Record], float]:
     """Run the batch on a thread; once its nodes ran (it writes ``ready``), hand the
     planner's entries to its zygotes through the ``plan`` (swaps) and ``plan0`` (imports)
     FIFOs."""
@@ -210,11 +210,14 @@ def _with_mutants(
     ready = os.open(folder / "ready", os.O_RDWR | os.O_NONBLOCK)  # read, never EOF
     done: list[Verdict] = []
     runner = threading.Thread(target=lambda: done.append(run_check(gate, ctx)), daemon=True)
+    started = time.monotonic()
     runner.start()
     plan: list[Record] = []
+    took = 0.0
     try:
         while runner.is_alive():
             if select.select([ready], [], [], READY_POLL)[0]:
+                took = time.monotonic() - started
                 plan = planner(_records(folder / "records"))
                 _send(folder / "plan", [*(e for e in plan if "text" not in e), {"end": True}])
                 _send(folder / "plan0", [*(e for e in plan if "text" in e), {"end": True}])
@@ -222,7 +225,7 @@ def _with_mutants(
     finally:
         os.close(ready)
         runner.join()
-    return done[0], plan
+    return done[0], plan, took
 
 
 def _send(fifo: Path, entries: Sequence[Record]) -> None:
@@ -279,7 +282,7 @@ class Nodes:
         ran: dict[str, _Node] = {}
         raw: dict[str, dict[str, set[int]]] = {}
         unseen: dict[str, str] = {}
-        unmeasured = ""
+        unmeasured = "the batch ended before its measurement was written"
         for record in records:
             if "start" in record:
                 ran.setdefault(str(record["start"]), _Node())
@@ -294,7 +297,9 @@ class Nodes:
             elif "unseen" in record:
                 unseen.setdefault(str(record["seg"]), str(record["unseen"]))
             elif "unmeasured" in record:
-                unmeasured = unmeasured or str(record["unmeasured"])
+                unmeasured = str(record["unmeasured"])
+            elif "measured" in record and unmeasured.startswith("the batch ended"):
+                unmeasured = ""
         mapped = {
             seg: {path: statements(path, lines) for path, lines in files.items()}
             for seg, files in raw.items()
@@ -310,12 +315,11 @@ class Nodes:
 
     def measured(self, nodes: Sequence[str]) -> Measured | str:
         """What collection and ``nodes`` executed, or why it is not known."""
-        if self.unmeasured:
-            return f"the batch's measurement is incomplete ({self.unmeasured})"
         files: dict[str, frozenset[int]] = {}
         for segment in ("", *nodes):
-            if segment in self.unseen:
-                return f"the batch's measurement is incomplete ({self.unseen[segment]})"
+            why = self.unseen.get(segment) or self.unmeasured
+            if why:
+                return f"the batch's measurement is incomplete ({why})"
             for path, lines in self.lines.get(segment, {}).items():
                 files[path] = files.get(path, frozenset()) | lines
         return Measured(True, files, 1, "", (ENGINE,))

@@ -63,7 +63,6 @@ class _Batch:
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self.pid = os.getpid()
-        self.started = time.monotonic()
         with open(os.path.join(folder, "spec.json"), encoding="utf-8") as fh:
             self.spec: dict[str, Any] = json.load(fh)
         self.node = ""
@@ -72,6 +71,7 @@ class _Batch:
         self.tracer: Any = None  # the C tracer, while it is ours (None: sys.monitoring)
         self.zygotes: list[int] = []
         self.life, self.keep = -1, -1  # a pipe only this process writes to: EOF, it is gone
+        self.go = (-1, -1)  # EOF: the swapping zygote is done, the importing one may start
         self.reports: list[dict[str, Any]] | None = None  # a mutant's run: its reports
         self.serving: dict[str, Any] | None = None  # an import fork: its entry
         self.errors: list[str] = []  # an import fork: what failed to collect
@@ -154,6 +154,7 @@ class _Batch:
                         by_node.setdefault(seg, {}).setdefault(path, []).append(line)
             for seg, lines in by_node.items():
                 self.put({"lines": lines, "seg": seg})
+            self.put({"measured": True})  # every segment's lines are written
             self.cov = None
 
 
@@ -219,6 +220,7 @@ def pytest_sessionstart(session: Any) -> None:
     batch = _main()
     if batch is not None and batch.spec.get("fork") and hasattr(os, "fork"):
         batch.life, batch.keep = os.pipe()
+        batch.go = os.pipe()
         batch.zygotes.append(_fork(batch, "plan0"))  # an import fork returns here: collects
 
 
@@ -273,18 +275,22 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
     if batch is None:
         return
     batch.switch(None)
-    batch.put({"exit": int(exitstatus), "t": time.monotonic() - batch.started})
+    batch.put({"exit": int(exitstatus)})
     if batch.zygotes:
         try:  # the caller plans the mutants now and hands them to the zygotes
             ready = os.open(os.path.join(batch.folder, "ready"), os.O_WRONLY | os.O_NONBLOCK)
             os.write(ready, b"1")
             os.close(ready)
-            for pid in batch.zygotes:
+            for pid in reversed(batch.zygotes):  # one after the other: they share the cores
+                if pid == batch.zygotes[0]:
+                    os.close(batch.go[1])
                 os.waitpid(pid, 0)
         except OSError as exc:  # no caller listening, or a zygote gone: no mutants
             batch.put({"zygote": repr(exc)})
         finally:
-            os.close(batch.keep)
+            for fd in (batch.keep, batch.go[1]):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 # -- mutants --------------------------------------------------------------------------------
@@ -305,13 +311,14 @@ def _fork(batch: _Batch, fifo: str, items: Any = None) -> int:
         return pid
     try:
         os.close(batch.keep)
+        os.close(batch.go[1])
         gc.freeze()  # its forks then leave the session's objects' pages unwritten
         if batch.cov is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 batch.cov.stop()
             batch.cov = None
-        _Zygote(batch, plan, items).serve()
+        _Zygote(batch, plan, items).serve(batch.go[0] if items is None else -1)
     except BaseException:  # noqa: BLE001 - the zygote's boundary: it ends, its runs said
         os._exit(70)
     if batch.serving is None:
@@ -332,7 +339,8 @@ class _Zygote:
             if isinstance(where, str):
                 self.modules.setdefault(os.path.realpath(where), module)
 
-    def serve(self) -> None:
+    def serve(self, go: int) -> None:
+        """Read the entries (and wait for ``go`` to end, if given), then run them."""
         entries: list[dict[str, Any]] = []
         buffer = b""
         while not entries or not entries[-1].get("end"):
@@ -342,6 +350,8 @@ class _Zygote:
             buffer += os.read(self.plan, 1 << 20)
             *lines, buffer = buffer.split(b"\n")
             entries += [json.loads(line) for line in lines if line]
+        if go >= 0:
+            os.read(go, 1)
         failed: dict[str, str] = {}  # gates whose control did not pass: why
         for entry in entries[:-1]:
             subs = entry.get("subs", [entry])
