@@ -144,11 +144,11 @@ def subjects(
     def default() -> Run:
         report.unlink(missing_ok=True)
         run = vgate(f"--vgate-report={report}")
-        gates = json.loads(report.read_text(encoding="utf-8"))["gates"]
-        for gate in gates if forks is not None else ():
+        found = forks if forks is not None else {}
+        for gate in json.loads(report.read_text(encoding="utf-8"))["gates"]:
             for m in (gate.get("discrimination") or {}).get("mutants", []):
                 if m.get("how") == "fork":  # outside functions: imported anew, then collected
-                    forks.setdefault(bool(m["function"]), []).append(m["seconds"] - m["tests"])
+                    found.setdefault(bool(m["function"]), []).append(m["seconds"] - m["tests"])
         return run
 
     def vgate(*extra: str) -> Run:
