@@ -29,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.context import RunContext, gate_timeout
-from pytest_vgate.gate import batch_reporter
 from pytest_vgate.gate.runner import run_check, verdict_from_process
 from pytest_vgate.gatesfile import Gate, GateType
 from pytest_vgate.gatesfile.model import EnvSpec
-from pytest_vgate.process import ProcessResult
+from pytest_vgate.process import ProcessResult, batch_reporter
 from pytest_vgate.process.measure import MEASURED_KEY, Measured, statements
 from pytest_vgate.verdict import Mode, Verdict
 
