@@ -5,9 +5,12 @@ into a git repository: the older release is the base commit, the newer one the h
 commit. ``pytest --vgate-init HEAD~1`` writes the gates; then, in alternating rounds:
 
 - **vgate**: ``pytest --vgate gates.yaml --vgate-only --vgate-base HEAD~1`` with default
-  settings (coverage evidence, and mutants where the installed plugin has them);
-- with ``--batch``: the same session with ``--vgate-batch=auto``, with ``=off`` (every gate
-  alone), and with ``--vgate-mutate=off`` (the proof alone, no mutants of the change);
+  settings (coverage evidence, and mutants where the installed plugin has them); its JSON
+  report gives the cost of each forked mutant beyond the tests it ran (``seconds`` minus
+  ``tests``), printed after the table;
+- **proof alone**: the same session with ``--vgate-mutate=off`` (no mutants of the change);
+- with ``--batch``: the same session with ``--vgate-batch=auto`` and with ``=off`` (every
+  gate alone);
 - **two runs** (the anchor, bench/_two_runs.py): a base worktree with the head's test
   files copied in, all node ids in one ``python -m pytest`` there and one on the head.
 
@@ -22,8 +25,10 @@ node ids, to show whether the cost grows like the batch or like the gates. Usage
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -126,9 +131,25 @@ def scaled_gates(repo: Path, test_file: str, size: int) -> str:
 
 
 def subjects(
-    repo: Path, gates: str, env: dict[str, str], batch: bool = False
+    repo: Path,
+    gates: str,
+    env: dict[str, str],
+    batch: bool = False,
+    forks: dict[bool, list[float]] | None = None,
 ) -> list[tuple[str, Callable[[], Run]]]:
+    """The subjects; ``forks`` collects each forked mutant's cost beyond its tests."""
     nodes, overlay = nodes_of(repo / gates)
+    report = repo.parent / f"{repo.name}-report.json"
+
+    def default() -> Run:
+        report.unlink(missing_ok=True)
+        run = vgate(f"--vgate-report={report}")
+        found = forks if forks is not None else {}
+        for gate in json.loads(report.read_text(encoding="utf-8"))["gates"]:
+            for m in (gate.get("discrimination") or {}).get("mutants", []):
+                if m.get("how") == "fork":  # outside functions: imported anew, then collected
+                    found.setdefault(bool(m["function"]), []).append(m["seconds"] - m["tests"])
+        return run
 
     def vgate(*extra: str) -> Run:
         shutil.rmtree(repo / ".vgate", ignore_errors=True)
@@ -142,11 +163,14 @@ def subjects(
                 "--", *nodes]  # fmt: skip
         return run_child(argv, cwd=repo, env=env).check((0, 1), what="two runs")
 
-    runs: list[tuple[str, Callable[[], Run]]] = [("vgate", vgate), ("two runs", two_runs)]
-    if batch:  # the same session with batches on, with every gate alone, without mutants
+    runs: list[tuple[str, Callable[[], Run]]] = [
+        ("vgate", default),
+        ("two runs", two_runs),
+        ("proof alone", lambda: vgate("--vgate-mutate=off")),
+    ]
+    if batch:  # the same session with batches on, and with every gate alone
         runs.append(("vgate batch", lambda: vgate("--vgate-batch=auto")))
         runs.append(("vgate solo", lambda: vgate("--vgate-batch=off")))
-        runs.append(("proof alone", lambda: vgate("--vgate-mutate=off")))
     return runs
 
 
@@ -165,6 +189,7 @@ def main() -> None:
     header(f"real pull requests: vgate --vgate-base vs a reviewer's two runs, {rounds} rounds")
     env = clean_env(PATH=f"{Path(sys.executable).parent}:{clean_env().get('PATH', '')}")
     rows: list[list[object]] = []
+    forks: dict[str, dict[bool, list[float]]] = {}
     with workdir("real-pr", keep=args.keep) as work:
         cache = args.cache or work / "sdists"
         cache.mkdir(exist_ok=True)
@@ -177,14 +202,14 @@ def main() -> None:
             ).check(what="--vgate-init")  # fmt: skip
             count = len(nodes_of(repo / "gates.yaml")[0])
             print(f"{pair}: {count} gates from --vgate-init ({init.wall:.2f} s)", flush=True)
-            runs = subjects(repo, "gates.yaml", env, args.batch)
+            runs = subjects(repo, "gates.yaml", env, args.batch, forks.setdefault(pair, {}))
             series = alternate(rounds, runs, verbose=not args.quiet)
-            v, a = series["vgate"], series["two runs"]
+            v, a, p = series["vgate"], series["two runs"], series["proof alone"].median
             row: list[object] = [pair, count, v.median, a.median, ratio(v.median, a.median)]
+            row += [p, ratio(p, a.median)]
             if args.batch:
                 b, o = series["vgate batch"].median, series["vgate solo"].median
-                p = series["proof alone"].median
-                row += [b, ratio(b, a.median), o, ratio(o, a.median), p, ratio(p, a.median)]
+                row += [b, ratio(b, a.median), o, ratio(o, a.median)]
             rows.append(row)
         scale: list[tuple[int, float, float, float | None]] = []
         if args.scale:
@@ -200,12 +225,16 @@ def main() -> None:
                 scale.append((size, series["vgate"].median, series["two runs"].median, batched))
     print()
     batch_cols = ["batch s", "batch/two runs"] if args.batch else []
-    pair_cols = (
-        [*batch_cols, "solo s", "solo/two runs", "proof alone s", "proof alone/two runs"]
-        if args.batch
-        else []
-    )
+    pair_cols = ["proof alone s", "proof alone/two runs"]
+    pair_cols += [*batch_cols, "solo s", "solo/two runs"] if args.batch else []
     print(table(["pair", "gates", "vgate s", "two runs s", "vgate/two runs", *pair_cols], rows))
+    for pair, found in forks.items():  # each forked mutant: fork to answer, less its tests
+        for inside, costs in sorted(found.items(), reverse=True):
+            ms = sorted(1000 * c for c in costs)
+            where = "of a function" if inside else "outside functions (import and collection)"
+            print(f"{pair}: {len(ms) / rounds:g} forked mutants {where} a session, beyond "
+                  f"their tests median {statistics.median(ms):.1f} ms, mean "
+                  f"{statistics.mean(ms):.1f} ms, max {ms[-1]:.0f} ms")  # fmt: skip
     if scale:
         print()
         print(table(["gates", "vgate s", "two runs s", "ratio", *batch_cols],

@@ -10,20 +10,25 @@ to solo runs, which say so.
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.batch_repo import BROKEN, CRASH, GATES, HANGS, make_batch_repo, pytest_gate, session
+from helpers.batch_repo import (
+    BROKEN,
+    CRASH,
+    GATES,
+    HANGS,
+    PYTEST,
+    make_batch_repo,
+    pytest_gate,
+    session,
+)
 
 from pytest_vgate.context import RunContext
-from pytest_vgate.gate.batch import pytest_call
-from pytest_vgate.gate.runner import run_check
+from pytest_vgate.gate.batch import attribute, pytest_call, run_batch
 from pytest_vgate.gatesfile import gate_from_mapping
-from pytest_vgate.process import bootstrap
-from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
+from pytest_vgate.process.measure import MEASURED_KEY, include_for
 
 SLOW_BOUND = 1800  # seconds: two sessions of several gates, a hang bound only
 BATCHED = "in a batch of"  # what a verdict taken from a batch says in its output
@@ -132,28 +137,62 @@ def test_which_checks_a_batch_can_run(check: str, batchable: bool) -> None:
     assert (pytest_call(gate) is not None) is batchable
 
 
-def test_the_measurement_tells_each_node_its_own_lines(tmp_path: Path) -> None:
-    """A batch marks each node's start (``bootstrap.NODE_EVENT``): a line two nodes run
-    belongs to both, collection's lines to neither node."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "m.py").write_text(
-        "def f(x):\n    return x + 1\n\n\ndef g():\n    return 0\n"
-    )
-    event = bootstrap.NODE_EVENT
-    script = (
-        f"import sys, pkg.m; sys.audit({event!r}, 'a'); pkg.m.f(1); "
-        f"sys.audit({event!r}, 'b'); pkg.m.f(2); pkg.m.g()"
-    )
-    gate = gate_from_mapping(
-        {"id": "g", "check": f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}"},
-        root=tmp_path,
-    )
-    verdict = run_check(gate, RunContext(root=tmp_path, measure=include_for([tmp_path])))
-    measured = verdict.extra[MEASURED_KEY]
-    assert isinstance(measured, Measured) and measured.measured, measured
+NODES = """\
+import subprocess
+import sys
+
+from pkg.m import f, g
+
+
+def test_a():
+    f(1)
+
+
+def test_b():
+    f(2)
+    g()
+
+
+def test_c():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+"""
+
+
+def measured_batch(
+    root: Path, names: str, conftest: str = ""
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each gate's measurement (or why it runs alone) from one measured batch of ``names``."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "m.py").write_text("def f(x):\n    return x + 1\n\n\ndef g():\n    return 0\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_m.py").write_text(NODES)
+    (root / "conftest.py").write_text(conftest)
+    gates = [
+        gate_from_mapping({"id": name, "check": f"{PYTEST} tests/test_m.py::test_{name}",
+                           "env": {"set": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}}}, root=root)
+        for name in names
+    ]  # fmt: skip
+    ctx = RunContext(root=root, measure=include_for([root]))
+    found = attribute(gates, ctx, run_batch(gates, ctx))
+    return {g: v.extra[MEASURED_KEY] for g, v in found.verdicts.items() if v}, dict(found.why)
+
+
+def test_the_batch_measures_each_node_on_its_own(tmp_path: Path) -> None:
+    """A line two nodes run belongs to both; collection's lines (the module body) to every
+    gate; a node that starts a Python process the batch cannot see runs alone."""
+    measured, why = measured_batch(tmp_path, "abc")
     m = str(tmp_path / "pkg" / "m.py")
-    assert measured.nodes[""][m] == {1, 5}  # the module body: collection's
-    assert measured.nodes["a"][m] == {2}
-    assert measured.nodes["b"][m] == {2, 6}  # line 2 again: each node reports its own
-    assert measured.files[m] == {1, 2, 5, 6}
+    assert measured["a"].measured and measured["a"].files[m] == {1, 2, 5}
+    assert measured["b"].files[m] == {1, 2, 5, 6}  # line 2 again: each node its own
+    assert "c" not in measured
+    assert "started a Python process" in why["c"], why
+
+
+def test_a_batch_where_coverage_is_already_running_is_not_measured(tmp_path: Path) -> None:
+    """The user's coverage.py (started by a conftest, as pytest-cov does) keeps its own
+    numbers; the batch's gates run alone, and say why."""
+    start = "import coverage\n\ncoverage.Coverage(data_file=None).start()\n"
+    measured, why = measured_batch(tmp_path, "ab", conftest=start)
+    assert measured == {}
+    assert all("another tracer took the slot" in why[g] for g in "ab"), why

@@ -30,6 +30,8 @@ BOUNDARIES = {
     "a verifier zygote": ("pytest_vgate.verifiers.zygote:_import", 1),
     "the shepherd": ("pytest_vgate.process.shepherd:main", 1),
     "the measurement in a check's Python": ("pytest_vgate.process.bootstrap:_start", 1),
+    # + what escapes pytest's protocol: the exit status a solo pytest would give
+    "a batch's pytest, its zygotes and forks": ("pytest_vgate.process.batch_reporter:_child", 2),
 }
 
 # Every other catch-all, and why it must catch everything where it is.
@@ -72,6 +74,10 @@ JUSTIFIED = {
     "pytest_vgate.process.bootstrap:_Sampler.after_in_parent": "a fork hook: notes",
     "pytest_vgate.process.bootstrap:_Sampler.after_in_child": "a fork hook: notes",
     "pytest_vgate.process.origin._PROBE:<module>": "find_spec imports parent packages: user code",
+    "pytest_vgate.process.batch_reporter:_Batch.measure": "the measurement: 'unmeasured'",
+    "pytest_vgate.process.batch_reporter:_Batch.switch": "a node's start in the check: says",
+    "pytest_vgate.process.batch_reporter:_fork": "a zygote ends: its mutants run solo",
+    "pytest_vgate.process.batch_reporter:_audit": "an audit hook in the check: says, never raises",
 }
 JUSTIFIED_COUNTS = {
     "pytest_vgate.verifiers.invoke:execute": 2,

@@ -248,14 +248,14 @@ def test_a_signal_during_a_mutant_leaves_no_mutant_anywhere(
         while not marker.exists() and time.monotonic() < deadline and session.poll() is None:
             time.sleep(0.2)
         assert marker.exists(), session.communicate(timeout=60)[0]
-        mutated = [p for p in temp.glob("vgate-*/shop/pkg/shop.py") if "None" in p.read_text()]
-        assert len(mutated) == 1, out_so_far(session)  # the mutant, in a private copy
+        mutated = [p for p in temp.rglob("shop.py") if "return None" in p.read_text()]
+        assert mutated == [], out_so_far(session)  # the mutant lives in a fork's memory
         session.send_signal(getattr(signal, how))
         out, _ = session.communicate(timeout=120)
         assert session.returncode not in (0, None), out
         assert "INTERNALERROR" not in out
         assert_untouched(repo)
-        assert our_holders(temp) == [], out
+        assert our_holders(temp) == [], (our_holders(temp), out[-300:])
     finally:
         session.kill()
         session.wait()

@@ -275,25 +275,25 @@ def release_pair(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.slow
 def test_release_pair_gates_are_all_proven_without_editing(
-    pytester: pytest.Pytester, release_pair: Path
+    pytester: pytest.Pytester, release_pair: Path, dist_args: list[str]
 ) -> None:
     """The acceptance: --vgate-init on a real release pair, then every gate is proven and
-    kills mutants of the change."""
+    kills mutants of the change (the default eight a gate, forked from the batch)."""
     result = init(pytester, "HEAD~1")
     assert result.ret == 0, result.stdout.str()
     gates = yaml.safe_load((release_pair / "gates.yaml").read_text())["gates"]
     assert len(gates) == 13
     assert {g["overlay"][0] for g in gates} == {"tests/test_more.py"}
     assert "SplitAfterTest.test_max_split" in [g["id"] for g in gates]  # the bug fix's test
-    # Two mutants a gate (the extreme ones come first): each real test must kill one. The
-    # default eight made it 222 s of a 17-minute suite, its longest test by far.
-    proof, report = prove(pytester, "gates.yaml", "HEAD~1", "-n", "2", "--vgate-mutants", "2")
+    proof, report = prove(pytester, "gates.yaml", "HEAD~1", *dist_args)
     assert proof.ret == 0, proof.stdout.str()
     statuses = {g["id"]: g["rbg"] for g in report["gates"]}  # type: ignore[index]
     assert set(statuses.values()) == {"proven"}, statuses
     assert len(statuses) == 13
     tested = {g["id"]: g["discrimination"]["status"] for g in report["gates"]}  # type: ignore[index]
     assert set(tested.values()) == {"discriminating"}, tested
+    ways = {m["how"] for g in report["gates"] for m in g["discrimination"]["mutants"]}  # type: ignore[index]
+    assert ways == {"fork"}, ways
 
 
 def test_init_options_are_in_help_and_documented(pytester: pytest.Pytester) -> None:

@@ -424,12 +424,13 @@ def test_vgate_cite_alone_checks_the_document_without_the_suite(
 def test_the_base_runs_decisive_lines_carry_no_colour_codes(
     pytester: pytest.Pytester, bugfix: BugFixRepo
 ) -> None:
-    """The project forces `--color=yes`: its checks' pytest colours what it prints."""
+    """The project forces `--color=yes`: its checks' pytest colours what it prints (run
+    alone: a batch's output is its reporter's, not pytest's terminal)."""
     (bugfix.root / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
     git(bugfix.repo, "commit", "-qam", "colour")
     gates = bugfix.root / "gates.yaml"
     gates.write_text("gates:\n  - id: neg\n    check: python -m pytest -q tests/test_basic.py\n")
-    result, report = prove(pytester, "gates.yaml", "HEAD", "--vgate-only")
+    result, report = prove(pytester, "gates.yaml", "HEAD", "--vgate-only", "--vgate-batch=off")
     assert report["neg"]["rbg"] == "never-red"
     assert "\x1b[" in str(report["neg"]["stdout"])  # the check's own output, as it was
     out = result.stdout.str()

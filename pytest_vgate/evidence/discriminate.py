@@ -12,10 +12,14 @@ hang stopped at the gate's own timeout (labelled ``timeout``). Not killed: the c
 passes (``survived``); the mutated code itself raised (``raised-in-change``: any check
 that runs it fails, which is coverage, not testing); a non-result of the environment,
 tried twice (``unknown``). docs/discrimination.md has the rules.
+
+Mutants a batch already ran in forks of the collected head session (``gate/fork.py``)
+come in as ``Forked`` verdicts, judged by the same rules; only the rest run in the copy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     from pytest_vgate.context import RunContext
 
 SHOWN_SURVIVORS = 5
+NOT_FORKED = "no batch forked it (its check is not pytest on node ids, or batches are off)"
 
 
 class Discrimination(StrEnum):
@@ -72,10 +77,30 @@ class MutantResult(Jsonable):
     function: str
     killed: bool
     mode: Outcome
+    how: str = "solo"  # "fork": in a fork of the collected head session; "solo": a copy
+    why_solo: str = ""
+    seconds: float = 0.0  # from the fork to its answer (a forked mutant's)
+    tests: float = 0.0  # of which its tests' own durations
 
     @property
     def shown(self) -> str:
         return f"{self.path}:{self.line}  {self.before} → {self.after}"
+
+
+@dataclass(frozen=True)
+class Forked:
+    """A mutant as a batch ran it in forks of the collected head session: each attempt's
+    verdict (a second only after a non-result), or why it must run solo instead."""
+
+    runs: tuple[Verdict, ...] = ()
+    why_solo: str = ""
+    seconds: float = 0.0
+    tests: float = 0.0
+
+
+def mutant_key(mutant: Mutant) -> str:
+    """What names a mutant across processes: its file and its whole text."""
+    return hashlib.sha256(f"{mutant.path}\0{mutant.text}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -135,12 +160,14 @@ def discriminate(
     run: RunCheck,
     make_copy: Callable[[], BaseWorktree],
     context_in: Callable[[BaseWorktree], RunContext],
+    forked: Mapping[str, Forked] | None = None,
 ) -> tuple[MutantResult, ...] | DiscriminationResult:
     """Plant up to ``limit`` mutants of the changed code the green run ``executed`` and run
     ``gate``'s check on each in a private copy (``make_copy``; ``context_in`` gives the
-    run context there): their results, for ``gate/decide.py`` to judge. Never raises for a
-    reason of the tree or the check: when no mutant can be tried, a result that says why
-    (``none``, or ``unmeasured`` for what cannot be measured)."""
+    run context there), but for those ``forked`` already ran (by ``mutant_key``): their
+    results, for ``gate/decide.py`` to judge. Never raises for a reason of the tree or the
+    check: when no mutant can be tried, a result that says why (``none``, or
+    ``unmeasured`` for what cannot be measured)."""
     files = executed_files(change, executed, check_modules(gate))
     if not files:
         return DiscriminationResult(
@@ -154,22 +181,81 @@ def discriminate(
             reason="the changed code the check executed offers no mutant (no function body, "
             "operator or constant of the documented set)",
         )
+    given = forked or {}
+    results = {i: r for i, m in enumerate(mutants) if (r := _forked(m, given.get(mutant_key(m))))}
+    solo = {i: m for i, m in enumerate(mutants) if i not in results}
+    if solo:
+        why = {
+            i: given.get(mutant_key(m), Forked(why_solo=NOT_FORKED)).why_solo
+            for i, m in solo.items()
+        }
+        problem = _solo(gate, change, run, make_copy, context_in, solo, why)
+        if isinstance(problem, str) and not results:
+            return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)
+        results.update(
+            problem
+            if not isinstance(problem, str)
+            else {
+                i: _result(m, Outcome.UNKNOWN, "solo", f"{why[i]}; {problem}")
+                for i, m in solo.items()
+            }
+        )
+    return tuple(results[i] for i in sorted(results))
+
+
+def _solo(
+    gate: Gate,
+    change: Change,
+    run: RunCheck,
+    make_copy: Callable[[], BaseWorktree],
+    context_in: Callable[[BaseWorktree], RunContext],
+    mutants: Mapping[int, Mutant],
+    why: Mapping[int, str],
+) -> dict[int, MutantResult] | str:
+    """``mutants`` run one at a time in a private copy, or what kept them from running."""
     from pytest_vgate.baseline import BaselineError
 
     try:
         tree = make_copy()
     except BaselineError as exc:
-        return DiscriminationResult(
-            Discrimination.UNMEASURED, reason=f"no private copy of the tree: {exc}"
-        )
+        return f"no private copy of the tree: {exc}"
     try:
         base = replace(context_in(tree), measure=None, fresh=True)
         problem = _control(gate, base, change, tree, run)
         if problem:
-            return DiscriminationResult(Discrimination.UNMEASURED, reason=problem)
-        return tuple(_try(gate, base, tree, m, run) for m in mutants)
+            return problem
+        return {
+            i: replace(_try(gate, base, tree, m, run), why_solo=why[i]) for i, m in mutants.items()
+        }
     finally:
         tree.remove()
+
+
+def _forked(mutant: Mutant, forked: Forked | None) -> MutantResult | None:
+    """A forked mutant's result, judged as a solo run's (None: it runs solo)."""
+    if forked is None or not forked.runs:
+        return None
+    outcome = _outcome(forked.runs[0], mutant)
+    if outcome is Outcome.UNKNOWN and len(forked.runs) > 1:
+        outcome = _outcome(forked.runs[1], mutant)
+    found = _result(mutant, outcome, "fork")
+    return replace(found, seconds=round(forked.seconds, 6), tests=round(forked.tests, 6))
+
+
+def _result(mutant: Mutant, outcome: Outcome, how: str, why_solo: str = "") -> MutantResult:
+    return MutantResult(
+        path=mutant.path,
+        line=mutant.line,
+        kind=mutant.kind,
+        operator=mutant.operator,
+        before=mutant.before,
+        after=mutant.after,
+        function=mutant.function,
+        killed=outcome in (Outcome.KILLED, Outcome.TIMEOUT),
+        mode=outcome,
+        how=how,
+        why_solo=why_solo,
+    )
 
 
 def _control(gate: Gate, ctx: RunContext, change: Change, tree: BaseWorktree, run: RunCheck) -> str:
@@ -212,17 +298,7 @@ def _try(
             outcome = _outcome(run(gate, ctx), mutant)
     finally:
         target.write_bytes(original)
-    return MutantResult(
-        path=mutant.path,
-        line=mutant.line,
-        kind=mutant.kind,
-        operator=mutant.operator,
-        before=mutant.before,
-        after=mutant.after,
-        function=mutant.function,
-        killed=outcome in (Outcome.KILLED, Outcome.TIMEOUT),
-        mode=outcome,
-    )
+    return _result(mutant, outcome, "solo")
 
 
 def _outcome(verdict: Verdict, mutant: Mutant) -> Outcome:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import hashlib
 import random
 from collections.abc import Iterator, Sequence
@@ -114,18 +115,23 @@ def seed_of(gate_id: str) -> int:
 
 def plant(files: Sequence[FileChange], *, seed: int, limit: int) -> list[Mutant]:
     """Up to ``limit`` mutants of the executed changed code: extreme mutants first (by
-    file and line), then value mutants spread over the changed lines in seeded order."""
+    file and line), then value mutants spread over the changed lines in seeded order.
+    (Remembered: a batch plans them and each gate's result asks again.)"""
+    return list(_plant(tuple(files), seed, limit))
+
+
+@functools.lru_cache(maxsize=64)
+def _plant(files: tuple[FileChange, ...], seed: int, limit: int) -> tuple[Mutant, ...]:
     if limit <= 0:
-        return []
+        return ()
     extremes: list[Mutant] = []
     by_line: dict[tuple[str, int], list[Mutant]] = {}
     for change in sorted(files, key=lambda f: f.path):
-        try:
-            tree = ast.parse(change.text)
-        except (SyntaxError, ValueError, RecursionError):
+        parsed = _parsed(change.text)
+        if parsed is None:
             continue  # a file that does not parse has no mutants (said by the caller)
-        extremes.extend(_extremes(change, tree))
-        for mutant in _values(change, tree):
+        extremes.extend(_extremes(change, parsed))
+        for mutant in _values(change, parsed):
             by_line.setdefault((mutant.path, mutant.line), []).append(mutant)
     rng = random.Random(seed)
     lines = sorted(by_line)
@@ -147,7 +153,46 @@ def plant(files: Sequence[FileChange], *, seed: int, limit: int) -> list[Mutant]
         out.append(mutant)
         if len(out) >= limit:
             break
-    return out
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A file's tree, read once for every gate that mutates it: its functions, and the
+    nodes a value mutant may touch, by line, in ``ast.walk`` order, with their owners."""
+
+    functions: tuple[tuple[str, _Function], ...]
+    nodes: dict[int, list[ast.AST]]
+    owners: dict[int, str]
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> _Parsed | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    skip = _guarded(tree)
+    owners: dict[int, str] = {}
+    found = tuple(functions(tree))
+    for name, fn in found:
+        for node in _own_nodes(fn):
+            owners[id(node)] = name
+    skip.update(
+        id(n.body[0].value)  # docstrings
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    )
+    skip.update(id(c) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for c in ast.walk(n))
+    nodes: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is not None and id(node) not in skip:
+            nodes.setdefault(line, []).append(node)
+    return _Parsed(found, nodes, owners)
 
 
 def definition_lines(text: str) -> frozenset[int]:
@@ -206,9 +251,9 @@ def _own_nodes(node: _Function) -> Iterator[ast.AST]:
                 stack.append(child)
 
 
-def _extremes(change: FileChange, tree: ast.Module) -> Iterator[Mutant]:
+def _extremes(change: FileChange, parsed: _Parsed) -> Iterator[Mutant]:
     lines = change.text.split("\n")
-    for name, node in functions(tree):
+    for name, node in parsed.functions:
         body = _body(node)
         if not body or body[0].lineno == node.lineno:
             continue  # only a docstring, or a one-line def: nothing to cut cleanly
@@ -315,34 +360,14 @@ def _guarded(tree: ast.Module) -> set[int]:
     return found
 
 
-def _values(change: FileChange, tree: ast.Module) -> Iterator[Mutant]:
-    guarded = _guarded(tree)
-    owners: dict[int, str] = {}
-    for name, fn in functions(tree):
-        for node in _own_nodes(fn):
-            owners[id(node)] = name
-    docstrings = {
-        id(n.body[0].value)
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and n.body
-        and isinstance(n.body[0], ast.Expr)
-        and isinstance(n.body[0].value, ast.Constant)
-    }
-    in_fstring = {
-        id(c) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for c in ast.walk(n)
-    }
-    executed = change.executed & change.changed
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", None)
-        if line not in executed or id(node) in guarded:
-            continue
-        if id(node) in docstrings or id(node) in in_fstring:
-            continue
-        for operator, mutated in _operators(node):
-            mutant = _splice(change, node, mutated, operator, owners.get(id(node), ""))
-            if mutant is not None:
-                yield mutant
+def _values(change: FileChange, parsed: _Parsed) -> Iterator[Mutant]:
+    for line in sorted(change.executed & change.changed):
+        for node in parsed.nodes.get(line, ()):
+            for operator, mutated in _operators(node):
+                owner = parsed.owners.get(id(node), "")
+                mutant = _splice(change, node, mutated, operator, owner)
+                if mutant is not None:
+                    yield mutant
 
 
 def _operators(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
@@ -424,6 +449,7 @@ def _short(code: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+@functools.lru_cache(maxsize=64)
 def _parses(text: str) -> bool:
     try:
         ast.parse(text)

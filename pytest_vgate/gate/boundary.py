@@ -9,7 +9,9 @@ turns it into a failed answer with a mode (docs/modes.md, "Internal errors"):
 - a verifier's child: ``verifiers.child.child_main`` (answers ``internal``: mode ``error``);
 - a verifier zygote: ``verifiers.zygote._import`` (the module's import is its answer);
 - the shepherd: ``process.shepherd.main`` (answers ``fatal``);
-- the measurement in a check's Python: ``process.bootstrap._start`` ("not measured").
+- the measurement in a check's Python: ``process.bootstrap._start`` ("not measured");
+- a batch's pytest, its zygotes and their forks (``process.batch_reporter``): a mutant's
+  fork, ``_child`` (no answer: judged by its exit, as a solo run's).
 
 Any other catch-all in the package is listed, with the reason it must catch everything
 there, in ``tests/test_boundaries.py``; a new one fails that test.

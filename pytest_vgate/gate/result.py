@@ -6,7 +6,7 @@ what they observed, let ``gate/decide.py`` decide, and build the JSON-able resul
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from pytest_vgate.evidence.defined import check_modules
 from pytest_vgate.evidence.discriminate import (
     Discrimination,
     DiscriminationResult,
+    Forked,
     MutantResult,
     discriminate,
     private_copy,
@@ -141,6 +142,7 @@ def evaluate_gate(
     base_tree: BaseWorktree | None = None,
     mutants: int = 0,
     batched: tuple[Verdict | None, Verdict | None] | None = None,
+    forked: Mapping[str, Forked] | None = None,
 ) -> GateResult:
     """Run the gate (and its base runs, if any), gather what they observed, and let
     ``gate/decide.py`` decide its result.
@@ -151,7 +153,8 @@ def evaluate_gate(
     change between ``base_tree`` and this tree; with ``mutants`` N as well, a proven gate's
     check runs on mutants of the changed code it executed (up to N of them,
     ``evidence/discriminate.py``). ``batched``: the first green and red verdicts a batch
-    already gave (``batch.py``; None: that side runs here).
+    already gave (``batch.py``; None: that side runs here); ``forked``: the mutants its
+    head batch already ran in forks (``fork.py``).
     """
     if evidence is None:
         return result_of(gate, take_measured(run_check(gate, ctx))[0], strict=strict)
@@ -220,7 +223,7 @@ def evaluate_gate(
         facts = replace(facts, changed_on_base=tuple(changed_on_base(gate, gate.root, base_root)))
         decision = decide(facts)
     if decision.wants_mutants and mutants > 0 and base_tree is not None:
-        found = _mutants(gate, ctx, base_tree, change, decision.coverage, mutants)
+        found = _mutants(gate, ctx, base_tree, change, decision.coverage, mutants, forked)
         decision = decide(replace(facts, mutants=found))
     rbg = decision.rbg
     red = rbg.red_evidence.to_dict() if rbg is not None and rbg.red_evidence is not None else None
@@ -380,6 +383,7 @@ def _mutants(
     change: Change | None,
     cov: CoverageResult | None,
     limit: int,
+    forked: Mapping[str, Forked] | None = None,
 ) -> tuple[MutantResult, ...] | DiscriminationResult:
     """The mutants of the change a proven gate's green run executed, run against its check;
     or, when none can be tried, a result saying why (``decide`` judges them)."""
@@ -415,6 +419,7 @@ def _mutants(
         run=run_check,
         make_copy=lambda: private_copy(base_tree.repo, gate.root),
         context_in=context_in,
+        forked=forked,
     )
 
 

@@ -88,6 +88,12 @@ class Controller:
             roots = dict.fromkeys(g.root for g in self.loaded)
             self.origin = origin_payload(self.res, self.config.rootpath, roots)
         data["origin"] = self.origin
+        if self.res.settings.batch == "auto":  # the first worker to run a group shares it
+            if self.res.batch_folder is None:
+                import tempfile
+
+                self.res.batch_folder = tempfile.mkdtemp(prefix="vgate-batches-")
+            data["batch_folder"] = self.res.batch_folder
         node.workerinput["vgate"] = data
 
     @pytest.hookimpl(optionalhook=True)
@@ -278,6 +284,11 @@ class Controller:
         for trees in self.res.base_trees.values():
             self.res.warnings.extend(trees.remove())
         self.res.base_trees.clear()
+        if self.res.batch_folder is not None:
+            import shutil
+
+            shutil.rmtree(self.res.batch_folder, ignore_errors=True)
+            self.res.batch_folder = None
 
 
 def worker_payload(res: Resources) -> WorkerInput:

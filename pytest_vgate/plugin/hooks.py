@@ -231,6 +231,7 @@ def _adopt_controller_resources(
     for root, trees in data.get("base_trees", {}).items():
         res.base_trees[root] = BaseTrees.from_dict(trees)
     res.starting_path = data.get("starting_path", res.starting_path)
+    res.batch_folder = data.get("batch_folder")
 
 
 def _xdist_copies() -> list[Path]:

@@ -172,6 +172,7 @@ class GateItem(VgateItem):
             base_tree=base_tree,
             mutants=res.settings.mutants_per_gate,
             batched=(given.green, given.red) if given is not None else None,
+            forked=given.forked if given is not None else None,
         )
         if given is not None and given.note:
             reason = "; ".join(r for r in (result.rbg_reason, given.note) if r)

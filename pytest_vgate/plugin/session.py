@@ -36,6 +36,7 @@ class WorkerInput(TypedDict, total=False):
     tree_states: dict[str, dict[str, Any]]  # TreeState by gates root
     fixed_citations: dict[str, Any]
     starting_path: str | None
+    batch_folder: str  # where the first worker to run a group of gates leaves its batches
     origin: dict[str, Any]  # remote.origin_payload: what a worker elsewhere must match
 
 
@@ -54,6 +55,7 @@ class Resources:
     caller_env: Mapping[str, str] | None = None  # see run_basics()
     starting_path: str | None = None  # PATH when pytest started (the controller's)
     sys_path: tuple[str, ...] | None = None
+    batch_folder: str | None = None  # under xdist: see WorkerInput
 
     def run_basics(self) -> tuple[Mapping[str, str], tuple[str, ...]]:
         """The caller's environment and ``sys.path`` every check of this process runs with.

@@ -30,11 +30,8 @@ Records go to ``lines.<pid>.<random>`` in the run's folder the moment they happe
 append, close: nothing is lost at ``os._exit`` or a kill, and a check that closes file
 descriptors never gets a record in one of its files): ``s ENGINE EXE`` when measuring
 starts, ``p N PATH`` when a measured file first runs, ``l N LINE`` for each line once,
-``x WHY`` for what could not be measured (texts hex-encoded), ``w WHY`` for why there is
-no stack sample (below), and ``n NODE`` when the
-process raises the audit event ``NODE_EVENT`` (a batch of pytest nodes starting the next
-one): lines are then reported once per node, each after the marker of the node that ran
-it, and tracing no longer stops early. Afterwards the folder leaves ``sys.path`` and
+``x WHY`` for what could not be measured (texts hex-encoded), and ``w WHY`` for why there
+is no stack sample (below). Afterwards the folder leaves ``sys.path`` and
 ``sitecustomize`` is the one the check would have had (or none), and every function left
 running here carries the file name ``CODE_NAME``, which coverage.py and tracebacks treat
 as no file at all.
@@ -72,7 +69,6 @@ TOOL_IDS = (4, 3)  # free by convention: 0 debugger, 1 coverage, 2 profiler, 5 o
 TOOL_NAME = "pytest-vgate"
 SITE_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"})
-NODE_EVENT = "pytest-vgate.node"  # sys.audit(NODE_EVENT, nodeid): the next node starts
 IGNORED_FLAGS = frozenset("IES")  # python flags that skip PYTHONPATH or sitecustomize
 THREADING = os.sep + "threading.py"
 NO_LINES = (-1, -1)  # to coverage.py's C tracer: record nothing (the line is recorded here)
@@ -126,20 +122,9 @@ class _Run:
         self.said: set[str] = set()
         self.busy = False  # our own writes raise audit events too
         self.stopped = False  # the tracer was taken off: it has seen all it must
-        self.marking = False  # nodes are marked: every node is judged on its own lines
-        self.restart: Callable[[], object] | None = None  # report every line again
         self.begin: Callable[[], None] | None = None  # start tracing: a measured file loads
         self.starting: set[int] = set()  # threads starting a tracer of ours
         self.hook_threads: Callable[[], None] = _nothing  # threading's hook, once loaded
-
-    def node(self, name: str) -> None:
-        """A new node starts: mark it, report each line again from here on, and keep
-        tracing to the end (a later node is judged on its own lines too)."""
-        self.put(f"n {_hex(name)}\n")
-        self.seen.clear()
-        self.marking = True
-        if self.restart is not None:
-            self.restart()
 
     def put(self, text: str) -> None:
         try:
@@ -210,10 +195,7 @@ class _Run:
         return answer
 
     def tick(self, real: str, line: int) -> None:
-        """A watched line ran: once none is left, tracing may stop (never while nodes
-        are marked: each of them must be seen whole)."""
-        if self.marking:
-            return
+        """A watched line ran: once none is left, tracing may stop."""
         pending = self.watch.get(real)
         if pending and line in pending:
             pending.discard(line)
@@ -413,19 +395,12 @@ def _audit(
     def hook(event: str, args: "tuple[object, ...]") -> None:
         if run.hook_threads is not _nothing:
             run.hook_threads()
-        if run.busy or (
-            event not in spawn
-            and event not in starts
-            and event != "sys.settrace"
-            and event != NODE_EVENT
-        ):
+        if run.busy or (event not in spawn and event not in starts and event != "sys.settrace"):
             return
         run.busy = True
         try:
             why = None
-            if event == NODE_EVENT:
-                run.node(_text(args[0]) if args else "")
-            elif event == "exec":
+            if event == "exec":
                 measured = run.number(_text(getattr(args[0], "co_filename", ""))) is not None
                 if measured and run.begin is not None:
                     run.begin()
@@ -498,7 +473,6 @@ def _monitor(run: _Run) -> None:
     mon.register_callback(tool, mon.events.PY_START, py_start)
     mon.register_callback(tool, line_event, line)
     mon.set_events(tool, mon.events.PY_START)
-    run.restart = mon.restart_events
 
 
 class _Lines:
@@ -737,12 +711,7 @@ def _tracing(run: _Run, module: "types.ModuleType | None") -> "Callable[..., obj
         if getattr(threading, "_trace_hook", None) is install:
             threading._trace_hook = None  # type: ignore[union-attr]
 
-    def resume() -> None:  # a node starts after the tracer came off: trace again
-        if run.stopped:
-            run.stopped = False
-            here()
-
-    run.on_done, run.restart, run.begin, run.hook_threads = done, resume, begin, hook_threads
+    run.on_done, run.begin, run.hook_threads = done, begin, hook_threads
     return install
 
 

@@ -147,10 +147,12 @@ class CellPool:
         """A cell that looks exactly as a new ``check_cell`` one; kept for reuse after."""
         owner = os.getpid()
         cell, made_in = self._take()
+        _BUSY.add(cell)
         try:
             yield cell
         finally:
             if os.getpid() == owner:  # a forked child leaves its parent's cell alone
+                _BUSY.discard(cell)
                 self._give_back(cell, made_in)
 
     def idle(self) -> tuple[Path, ...]:
@@ -203,6 +205,8 @@ class CellPool:
 _POOLS: weakref.WeakSet[CellPool] = weakref.WeakSet()
 _HOLDING: set[CellPool] = set()
 _exiting = False  # interpreter exit began: a cell given back is removed, not kept
+# Cells in use: at exit, those a thread never gave back (its check dies with us) go too.
+_BUSY: set[Path] = set()
 
 
 def _at_exit() -> None:
@@ -210,10 +214,13 @@ def _at_exit() -> None:
     _exiting = True
     for pool in list(_HOLDING):
         pool.close()
+    for cell in list(_BUSY):
+        remove_tree(cell)
 
 
 def _after_fork_in_child() -> None:
     _HOLDING.clear()  # the parent's cells: its to remove
+    _BUSY.clear()
     for pool in list(_POOLS):
         pool._forget()
 

@@ -25,7 +25,7 @@ import math
 import os
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -105,8 +105,6 @@ class Measured:
     started measuring, a process out of reach, a tracer we could not share, unreadable
     data); ``reason`` says why, and ``files`` holds what was measured anyway.
     ``engines``: the engine of each measured process; ``missed``: what was not measured.
-    ``nodes``: in a run that marked its pytest nodes (``bootstrap.NODE_EVENT``), the lines
-    each node executed (``""``: before the first node, i.e. collection).
     ``stacks``: in a sampled run, every thread of every process still running at the
     sample, innermost frame first; ``sampled``: a sample was taken (even one with no
     Python frame); ``unsampled``: why a process could not arm or keep its sample.
@@ -118,7 +116,6 @@ class Measured:
     reason: str = ""
     engines: tuple[str, ...] = ()
     missed: tuple[str, ...] = ()
-    nodes: Mapping[str, Mapping[str, frozenset[int]]] = field(default_factory=dict)
     stacks: tuple[Thread, ...] = ()
     sampled: bool = False
     unsampled: tuple[str, ...] = ()
@@ -223,14 +220,13 @@ def _read(data: Path) -> Measured:
     files: dict[str, set[int]] = {}
     engines: list[str] = []
     missed: list[str] = []
-    nodes: dict[str, dict[str, set[int]]] = {}
     unsampled: list[str] = []
     for name in names:
-        problem = _read_process(data / name, files, engines, missed, nodes, unsampled)
+        problem = _read_process(data / name, files, engines, missed, unsampled)
         if problem:
             return Measured(False, reason=f"unreadable measurement data {name}: {problem}")
     stacks, sampled = _read_stacks(data)
-    found = _measured(files, engines, missed, nodes)
+    found = _measured(files, engines, missed)
     return replace(found, stacks=stacks, sampled=sampled, unsampled=tuple(unsampled))
 
 
@@ -238,21 +234,16 @@ def _measured(
     files: dict[str, set[int]],
     engines: list[str],
     missed: list[str],
-    nodes: dict[str, dict[str, set[int]]],
 ) -> Measured:
-    mapped = {path: _statements(path, lines) for path, lines in files.items()}
-    by_node = {
-        node: {path: _statements(path, lines) for path, lines in seen.items()}
-        for node, seen in nodes.items()
-    }
+    mapped = {path: statements(path, lines) for path, lines in files.items()}
     if missed:
         shown = "; ".join(missed[:SHOWN_MISSED])
         more = len(missed) - SHOWN_MISSED
         why = shown + (f"; and {more} more" if more > 0 else "")
-        return Measured(False, mapped, len(engines), why, tuple(engines), tuple(missed), by_node)
+        return Measured(False, mapped, len(engines), why, tuple(engines), tuple(missed))
     if not engines:
         return Measured(False, reason="no Python process of the check was measured")
-    return Measured(True, mapped, len(engines), "", tuple(engines), nodes=by_node)
+    return Measured(True, mapped, len(engines), "", tuple(engines))
 
 
 def _read_stacks(data: Path) -> tuple[tuple[Thread, ...], bool]:
@@ -277,19 +268,15 @@ def _read_process(
     files: dict[str, set[int]],
     engines: list[str],
     missed: list[str],
-    nodes: dict[str, dict[str, set[int]]],
     unsampled: list[str],
 ) -> str:
-    """Add one process's records to ``files`` (and, once it marks nodes, to ``nodes``);
-    what is wrong with them, or "". Strict: a record that does not parse means we do not
-    know what ran."""
+    """Add one process's records to ``files``; what is wrong with them, or "". Strict: a
+    record that does not parse means we do not know what ran."""
     try:
         text = path.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
         return str(exc)
     numbered: dict[int, str] = {}
-    segment: dict[str, set[int]] = {}  # the lines of the node running (before any: "")
-    marked = False
     for row in text.splitlines():
         parts = row.split(" ")
         try:
@@ -303,14 +290,6 @@ def _read_process(
             if parts[0] == "l" and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
                 real = numbered[int(parts[1])]
                 files[real].add(int(parts[2]))
-                segment.setdefault(real, set()).add(int(parts[2]))
-                continue
-            if parts[0] == "n" and len(parts) == 2:
-                node = os.fsdecode(bytes.fromhex(parts[1]))
-                if not marked:
-                    nodes.setdefault("", {}).update(segment)
-                    marked = True
-                segment = nodes.setdefault(node, {})
                 continue
             if parts[0] == "w" and len(parts) == 2:
                 unsampled.append(bytes.fromhex(parts[1]).decode("utf-8", "replace"))
@@ -345,7 +324,7 @@ def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
     return frozenset(parser.statements), first
 
 
-def _statements(path: str, lines: set[int]) -> frozenset[int]:
+def statements(path: str, lines: Iterable[int]) -> frozenset[int]:
     """Executed lines as coverage.py counts them: a line inside a multi-line statement
     is the statement's first line (``executable_lines``, also what the change's lines are)."""
     try:
