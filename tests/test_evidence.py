@@ -32,7 +32,7 @@ from pytest_vgate.evidence import (
 )
 from pytest_vgate.evidence import ledger as ledger_mod
 from pytest_vgate.evidence.change import Change, compute_change, diff_file
-from pytest_vgate.evidence.identity import content_digest
+from pytest_vgate.evidence.identity import content_digest, list_tree
 from pytest_vgate.evidence.proof import Evidence, bind_records
 from pytest_vgate.evidence.reach import (
     CoverageStatus,
@@ -494,6 +494,30 @@ def test_change_between_a_base_worktree_and_the_tree(bugfix: BugFixRepo) -> None
     assert change.base_changed == {"pkg/mathx.py": {2}}
     assert change.head_changed == {"pkg/mathx.py": {2}}  # tests/ is on both sides
     assert "pkg/mathx.py" in change.tree and not change.error
+
+
+def test_what_the_session_listed_once_gives_the_answers_git_gives(bugfix: BugFixRepo) -> None:
+    """The session lists the tree once (``list_tree``) and reuses the listing for the
+    change, the configuration edits carried onto the base and the base tree's state:
+    the same answers as asking git each time."""
+    (bugfix.root / "conftest.py").write_text("# an uncommitted configuration edit\n")
+    (bugfix.root / "extra.py").write_text("def added():\n    return 1\n")
+    listing = list_tree(bugfix.root)
+    assert listing is not None and listing.commit
+    assert "extra.py" in listing.untracked
+    uncommitted = (*listing.changed, *listing.untracked)
+    with (
+        BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"]) as asked,
+        BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"], uncommitted=uncommitted) as told,
+    ):
+        assert asked.config == told.config == ("conftest.py",)
+        base_root = told.root_in_base(bugfix.root)
+        evidence = Evidence.load(bugfix.root, None, "HEAD~1")
+        assert evidence.listing == listing
+        assert evidence.base_tree(base_root, told) == tree_state(base_root)
+        plain = compute_change(told.repo, told.path, told.sha)
+        given = compute_change(told.repo, told.path, told.sha, untracked=listing.untracked)
+        assert given == plain and "extra.py" in given.head_changed
 
 
 def test_paths_that_are_no_part_of_the_tree_are_no_change(bugfix: BugFixRepo) -> None:

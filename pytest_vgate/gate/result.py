@@ -198,7 +198,7 @@ def evaluate_gate(
                 if i < len(runs):
                     run_extra.append(_run_extra(runs[i][0], reaches[i], change))
     base_root = base_ctx.root if base_ctx is not None else None
-    green_records, red_records = _records(gate, series, evidence, base_root, run_extra)
+    green_records, red_records = _records(gate, series, evidence, base_root, run_extra, base_tree)
     facts = Facts(
         gate,
         series.greens,
@@ -249,6 +249,7 @@ def _records(
     evidence: Evidence,
     base_root: Path | None,
     run_extra: Sequence[JsonDict],
+    base_tree: BaseWorktree | None = None,
 ) -> tuple[tuple[Record, ...], tuple[Record, ...]]:
     """The ledger records of this session's runs (greens, reds): the facts of each run,
     its tree and inputs, and whether it was a genuine red (``decide.is_genuine_red``).
@@ -267,7 +268,7 @@ def _records(
                 make_record(
                     gate,
                     run,
-                    tree=evidence.base_tree(base_root),
+                    tree=evidence.base_tree(base_root, base_tree),
                     inputs_digest=then[1],
                     where=Where.BASE,
                     base_ref=evidence.base_ref,
