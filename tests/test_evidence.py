@@ -10,6 +10,7 @@ import fcntl
 import json
 import multiprocessing
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from pytest_vgate.evidence import (
     TreeState,
     claim_hash,
     fingerprint,
+    identity,
     inputs_digest,
     make_record,
     tree_state,
@@ -603,6 +605,30 @@ def test_records_are_bound_to_the_repository_and_its_commits(bugfix: BugFixRepo)
     assert kept == [ours, shallow]
     assert any("1 record(s) not bound to this repository" in n for n in notes)
     assert any("1 record(s) naming a commit this repository does not have" in n for n in notes)
+
+
+def test_a_digest_remembered_for_a_file_notices_every_write(bugfix: BugFixRepo) -> None:
+    """A file's digest is remembered by its stat for the session's later gates; a write of
+    the same size with its times set back is still noticed: its ctime moved."""
+    path = bugfix.fix_test
+    text, stat = path.read_text(), os.stat(path)
+    time.sleep(identity._SETTLED_NS / 1e9 + 0.01)  # its last write is now settled
+    first = content_digest(GATE, bugfix.root)
+    assert any(key[0] == str(path) for key in identity._DIGESTS)  # remembered
+    assert content_digest(GATE, bugfix.root) == first
+    path.write_text(text[:-1] + "#")  # the same size, other bytes, the same times
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(path).st_size == stat.st_size
+    assert content_digest(GATE, bugfix.root) != first
+
+
+def test_a_file_written_just_now_is_not_remembered(bugfix: BugFixRepo) -> None:
+    """A file written twice within the file system's clock tick may keep its ctime: its
+    digest is remembered only once its last write is older than that."""
+    path = bugfix.fix_test
+    path.write_text(path.read_text() + "# more\n")
+    content_digest(GATE, bugfix.root)
+    assert not any(key[0] == str(path) for key in identity._DIGESTS)
 
 
 def test_content_digest_covers_named_files_and_the_overlay(bugfix: BugFixRepo) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +194,11 @@ def _file_token(path: Path) -> bytes:
     head = b"x" if st.st_mode & 0o111 else b"-"
     if st.st_size > CONTENT_HASH_LIMIT:
         return head + f"big:{st.st_size}:{st.st_mtime_ns}".encode()
+    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return head + known
+    settled = time.time_ns() - st.st_ctime_ns > _SETTLED_NS  # no write can share its ctime
     digest = hashlib.sha256()
     try:
         with os.fdopen(open_regular(path), "rb") as fh:
@@ -200,7 +206,20 @@ def _file_token(path: Path) -> bytes:
                 digest.update(chunk)
     except OSError as exc:
         return f"unreadable:{exc.errno}".encode()
+    if settled:
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        _DIGESTS[key] = digest.hexdigest().encode()
     return head + digest.hexdigest().encode()
+
+
+# A file's digest by its stat (a gate's check file is digested on both trees for every gate
+# and run): any write moves its ctime, which no one can set back. Kept only for a file whose
+# last change is older than the file system's clock tick, so that no second write of the
+# same size can carry the same times.
+_DIGESTS: dict[tuple[str, int, int, int, int, int], bytes] = {}
+_DIGESTS_KEPT = 8192
+_SETTLED_NS = 50_000_000
 
 
 @dataclass(frozen=True)

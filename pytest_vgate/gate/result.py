@@ -5,6 +5,7 @@ what they observed, let ``gate/decide.py`` decide, and build the JSON-able resul
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -464,11 +465,16 @@ def _run_extra(verdict: Verdict, reach: RunReach, change: Change) -> JsonDict:
 def rebase_paths(paths: Sequence[str], base: BaseWorktree) -> tuple[str, ...]:
     """``sys.path`` for a run on the base: entries inside the current repository point at
     their image in the base worktree, so a base run never imports the current tree."""
-    top = os.path.realpath(base.repo)
+    return _rebased(tuple(paths), str(base.repo), str(base.path), os.getcwd())
+
+
+@functools.lru_cache(maxsize=16)  # the same for every gate of a session (its base is new)
+def _rebased(paths: tuple[str, ...], repo: str, base: str, cwd: str) -> tuple[str, ...]:
+    top = os.path.realpath(repo)
     out: list[str] = []
     for entry in paths:
-        real = os.path.realpath(entry or os.getcwd())
-        image = os.path.join(str(base.path), os.path.relpath(real, top))
+        real = os.path.realpath(entry or cwd)
+        image = os.path.join(base, os.path.relpath(real, top))
         inside = real == top or real.startswith(top + os.sep)
         out.append(image if inside and os.path.exists(image) else entry)
     return tuple(out)

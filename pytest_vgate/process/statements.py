@@ -4,9 +4,9 @@ coverage.py's answers (``PythonParser`` without exclusions), from the AST and th
 coverage.py tokenizes the whole source in Python to find its logical lines, which was most
 of a session's start on a large changed file before 3.12. Here the statements' own spans
 give them, and only a compound statement's header is read as text, from its last part to
-its colon. A source with a backslash continuation or a carriage return, or a header this
-scan does not know, goes to coverage.py's parser. ``tests/test_statements.py`` holds both
-answers equal, line for line, over real files.
+its colon. A source with a carriage return, a backslash ending a comment's line or a
+header this scan does not read goes to coverage.py's parser. ``tests/test_statements.py``
+holds both answers equal, line for line, over real files.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ _HEADED = tuple(
     )
     if hasattr(ast, name)
 )
+_NOT_HEADER = frozenset({*_BODIES, "decorator_list"})
 _BETWEEN = frozenset(" \t\f()[],/*\\")  # what may stand between a header's last part and ':'
 
 
@@ -149,7 +150,7 @@ def _multiline(tree: ast.Module, text: str) -> dict[int, int]:
         for case in getattr(stmt, "cases", ()):
             if _before(lines, case.pattern).strip() != "case":
                 raise _Unknown
-            colon = _colon(lines, case.pattern, case.guard or case.pattern)
+            colon = _colon(lines, case.pattern, _last_part(case))
             clause(case.pattern.lineno, colon, case.body)
         for handler in getattr(stmt, "handlers", ()):
             clause(handler.lineno, _colon(lines, handler, _last_part(handler)), handler.body)
@@ -175,25 +176,16 @@ def _multiline(tree: ast.Module, text: str) -> dict[int, int]:
 
 def _last_part(node: ast.AST) -> _Located | None:
     """The header's last node (the colon follows it), or None: read from the keyword."""
-    parts: list[_Located | None] = []
-    if isinstance(node, (ast.If, ast.While)):
-        parts = [node.test]
-    elif isinstance(node, (ast.For, ast.AsyncFor)):
-        parts = [node.iter]
-    elif isinstance(node, (ast.With, ast.AsyncWith)):
-        parts = [p for item in node.items for p in (item.context_expr, item.optional_vars)]
-    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = node.args
-        parts = [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg, *a.defaults]
-        parts += [*a.kw_defaults, node.returns]
-    elif isinstance(node, ast.ClassDef):
-        parts = [*node.bases, *node.keywords]
-    elif isinstance(node, ast.ExceptHandler):
-        parts = [node.type]
-    elif isinstance(node, ast.Match):
-        parts = [node.subject]
-    parts += getattr(node, "type_params", ())
-    found = [p for p in parts if p is not None]
+    found: list[_Located] = []
+    todo: list[object] = [v for k, v in ast.iter_fields(node) if k not in _NOT_HEADER]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, list):
+            todo.extend(value)
+        elif getattr(value, "end_lineno", None) is not None:
+            found.append(value)  # type: ignore[arg-type]
+        elif isinstance(value, ast.AST):  # arguments, a with item: no place of their own
+            todo.extend(v for _, v in ast.iter_fields(value))
     return max(found, key=lambda p: (p.end_lineno or 0, p.end_col_offset or 0)) if found else None
 
 
