@@ -10,6 +10,7 @@ import fcntl
 import json
 import multiprocessing
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,14 @@ from pytest_vgate.evidence import (
     TreeState,
     claim_hash,
     fingerprint,
+    identity,
     inputs_digest,
     make_record,
     tree_state,
 )
 from pytest_vgate.evidence import ledger as ledger_mod
 from pytest_vgate.evidence.change import Change, compute_change, diff_file
-from pytest_vgate.evidence.identity import content_digest
+from pytest_vgate.evidence.identity import content_digest, list_tree
 from pytest_vgate.evidence.proof import Evidence, bind_records
 from pytest_vgate.evidence.reach import (
     CoverageStatus,
@@ -496,6 +498,30 @@ def test_change_between_a_base_worktree_and_the_tree(bugfix: BugFixRepo) -> None
     assert "pkg/mathx.py" in change.tree and not change.error
 
 
+def test_what_the_session_listed_once_gives_the_answers_git_gives(bugfix: BugFixRepo) -> None:
+    """The session lists the tree once (``list_tree``) and reuses the listing for the
+    change, the configuration edits carried onto the base and the base tree's state:
+    the same answers as asking git each time."""
+    (bugfix.root / "conftest.py").write_text("# an uncommitted configuration edit\n")
+    (bugfix.root / "extra.py").write_text("def added():\n    return 1\n")
+    listing = list_tree(bugfix.root)
+    assert listing is not None and listing.commit
+    assert "extra.py" in listing.untracked
+    uncommitted = (*listing.changed, *listing.untracked)
+    with (
+        BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"]) as asked,
+        BaseWorktree.create(bugfix.root, "HEAD~1", ["tests/"], uncommitted=uncommitted) as told,
+    ):
+        assert asked.config == told.config == ("conftest.py",)
+        base_root = told.root_in_base(bugfix.root)
+        evidence = Evidence.load(bugfix.root, None, "HEAD~1")
+        assert evidence.listing == listing
+        assert evidence.base_tree(base_root, told) == tree_state(base_root)
+        plain = compute_change(told.repo, told.path, told.sha)
+        given = compute_change(told.repo, told.path, told.sha, untracked=listing.untracked)
+        assert given == plain and "extra.py" in given.head_changed
+
+
 def test_paths_that_are_no_part_of_the_tree_are_no_change(bugfix: BugFixRepo) -> None:
     # xdist's copy of pytest in a worker's checkout, a report the session writes: untracked
     # Python files that are neither changed code nor code to plant mutants in.
@@ -579,6 +605,30 @@ def test_records_are_bound_to_the_repository_and_its_commits(bugfix: BugFixRepo)
     assert kept == [ours, shallow]
     assert any("1 record(s) not bound to this repository" in n for n in notes)
     assert any("1 record(s) naming a commit this repository does not have" in n for n in notes)
+
+
+def test_a_digest_remembered_for_a_file_notices_every_write(bugfix: BugFixRepo) -> None:
+    """A file's digest is remembered by its stat for the session's later gates; a write of
+    the same size with its times set back is still noticed: its ctime moved."""
+    path = bugfix.fix_test
+    text, stat = path.read_text(), os.stat(path)
+    time.sleep(identity._SETTLED_NS / 1e9 + 0.01)  # its last write is now settled
+    first = content_digest(GATE, bugfix.root)
+    assert any(key[0] == str(path) for key in identity._DIGESTS)  # remembered
+    assert content_digest(GATE, bugfix.root) == first
+    path.write_text(text[:-1] + "#")  # the same size, other bytes, the same times
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(path).st_size == stat.st_size
+    assert content_digest(GATE, bugfix.root) != first
+
+
+def test_a_file_written_just_now_is_not_remembered(bugfix: BugFixRepo) -> None:
+    """A file written twice within the file system's clock tick may keep its ctime: its
+    digest is remembered only once its last write is older than that."""
+    path = bugfix.fix_test
+    path.write_text(path.read_text() + "# more\n")
+    content_digest(GATE, bugfix.root)
+    assert not any(key[0] == str(path) for key in identity._DIGESTS)
 
 
 def test_content_digest_covers_named_files_and_the_overlay(bugfix: BugFixRepo) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -118,3 +119,19 @@ def test_a_child_that_is_not_python_in_a_clean_environment_is_no_loss(project: P
     outer = "import subprocess; subprocess.run(['sh', '-c', 'true'], env={}); import pkg.m"
     measured, _ = measured_run(project, f"{PY} -c {shlex.quote(outer)}")
     assert measured.measured, measured.reason
+
+
+def test_the_c_tracer_is_found_where_its_import_finds_it_without_importing_coverage() -> None:
+    """The session copies coverage.py's C tracer for its checks; finding it must not cost
+    the pytest process coverage.py's import."""
+    code = (
+        "import sys\n"
+        "from pytest_vgate.process import measure\n"
+        "found = list(measure._c_tracer())\n"
+        "imported = 'coverage' in sys.modules\n"
+        "from coverage import tracer\n"
+        "print(found, imported, tracer.__file__.rsplit('/', 1)[-1])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    found, imported, name = r.stdout.rsplit(" ", 2)
+    assert (found, imported) == (f"[{name.strip()!r}]", "False")

@@ -1,5 +1,5 @@
-"""End to end: the base worktrees are removed when the session's runs are over, before
-its summary is written, so that what removing them could not do is shown there."""
+"""End to end: the base worktrees are removed when the session's runs are over, while its
+summary is written, and what removing them could not do is shown after it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ GATES = """gates:
 """
 
 
-def test_what_the_base_worktree_removal_could_not_do_is_in_the_summary(
+def test_what_the_base_worktree_removal_could_not_do_is_shown(
     pytester: pytest.Pytester,
 ) -> None:
     git(pytester.path, "init", "-q")

@@ -285,7 +285,7 @@ def test_shepherds_are_reused_and_leave_no_processes() -> None:
 
 def test_a_session_pool_takes_over_an_idle_shepherd_before_starting_one() -> None:
     """A session's own pool first takes over an idle shepherd of the process's pool (the
-    one its git calls used): one shepherd per session, not two; it is the session's now."""
+    one its header probes used): one shepherd per session, not two; it is the session's now."""
     if level_here() == "group":
         pytest.skip("no shepherd here")
     run(["true"])  # the process's pool now has one idle shepherd

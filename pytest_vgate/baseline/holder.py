@@ -133,21 +133,25 @@ def forget_registrations(git_dir: str, only: Path | None = None) -> None:
         shutil.rmtree(admin, ignore_errors=True)
 
 
-def cleanup_stale_worktrees(repo: Path) -> list[Path]:
+def cleanup_stale_worktrees(repo: Path, *, git_dir: str | None = None) -> list[Path]:
     """Remove our worktrees whose session died; returns the paths removed. Never raises.
 
     Ours: ``holder_is_ours`` (our marker in a temp holder we own), never the main
     worktree nor the tree we were called from. Dead: nobody holds the holder's lock (the
     kernel drops a flock when its process dies, however it died). Then our registrations
     whose folder is gone are forgotten (``forget_registrations``), no one else's.
+    ``git_dir``: the repository's common git dir, when the caller knows it (``repo`` is
+    then its top folder).
     """
     removed: list[Path] = []
-    try:
-        top = toplevel(repo)
-    except BaselineError:
-        return removed
+    top = repo
+    if git_dir is None:
+        try:
+            top = toplevel(repo)
+        except BaselineError:
+            return removed
+        git_dir = common_dir(top)
     listed = worktree_paths(top)
-    git_dir = common_dir(top)
     if listed and git_dir:
         top_real = os.path.realpath(top)
         main_real = os.path.realpath(listed[0])  # the main worktree: never a candidate

@@ -39,18 +39,27 @@ _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 CONFIG_NAMES = frozenset({"pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py"})
 
 
-def config_edits(top: Path, overlay: Sequence[str] = (), root_rel: str = ".") -> list[str]:
+def config_edits(
+    top: Path,
+    overlay: Sequence[str] = (),
+    root_rel: str = ".",
+    uncommitted: Sequence[str] | None = None,
+) -> list[str]:
     """Configuration files (``CONFIG_NAMES``) with uncommitted edits, new or deleted ones
     included, relative to the repository; those an overlay path already carries are left
-    to it. [] when git cannot say (no HEAD yet, git failing): nothing is carried."""
-    ok, changed, _ = git(["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], top)
-    ok2, untracked, _ = git(["ls-files", "--others", "--exclude-standard", "-z"], top)
-    if not (ok and ok2):
-        return []
+    to it. [] when git cannot say (no HEAD yet, git failing): nothing is carried.
+    ``uncommitted``: the paths that differ from HEAD and the untracked ones, when the
+    session listed them already (``identity.list_tree``)."""
+    if uncommitted is None:
+        ok, changed, _ = git(["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"], top)
+        ok2, untracked, _ = git(["ls-files", "--others", "--exclude-standard", "-z"], top)
+        if not (ok and ok2):
+            return []
+        uncommitted = (changed + untracked).split("\0")
     root = Path(os.path.normpath(root_rel))
     covered = [Path(os.path.normpath(root / p)) for p in overlay]
     found = []
-    for rel in dict.fromkeys(filter(None, (changed + untracked).split("\0"))):
+    for rel in dict.fromkeys(filter(None, uncommitted)):
         path = Path(rel)
         if path.name not in CONFIG_NAMES:
             continue
@@ -171,6 +180,7 @@ class BaseWorktree:
         self._removed = False
         self._owned = False  # only the process that created the tree may delete it
         self._creator = os.getpid()  # ... not a fork of it (a test that forks and goes on)
+        self._git_dir = ""  # the repository's common git dir, once known
 
     def __repr__(self) -> str:
         return f"BaseWorktree(ref={self.ref!r}, sha={self.sha[:7]}, path={str(self.path)!r})"
@@ -181,12 +191,19 @@ class BaseWorktree:
 
     @classmethod
     def create(
-        cls, repo: Path, ref: str, overlay: Sequence[str] = (), *, root_rel: str = "."
+        cls,
+        repo: Path,
+        ref: str,
+        overlay: Sequence[str] = (),
+        *,
+        root_rel: str = ".",
+        uncommitted: Sequence[str] | None = None,
     ) -> BaseWorktree:
         """``git worktree add --detach`` of ``ref`` in a fresh temp dir, overlay copied on,
         and the uncommitted edits of configuration files (``config_edits``)."""
         top = toplevel(repo)
-        cleanup_stale_worktrees(top)
+        git_dir = common_dir(top)
+        cleanup_stale_worktrees(top, git_dir=git_dir)
         if not ref or ref.startswith("-"):
             raise BaselineError(f"--vgate-base {ref!r} is not a git revision")
         ok, out, err = git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
@@ -197,13 +214,14 @@ class BaseWorktree:
             )
         sha = out.strip()
         pairs = _check_overlay(top, root_rel, overlay)
-        config = config_edits(top, overlay, root_rel)
+        config = config_edits(top, overlay, root_rel, uncommitted)
         holder = Path(tempfile.mkdtemp(prefix=PREFIX))
         tree = cls(
             repo=top, ref=ref, sha=sha, path=holder / (top.name or "base"), overlay=overlay,
             root_rel=root_rel, config=config,
         )  # fmt: skip
         tree._owned = True
+        tree._git_dir = git_dir
         try:
             tree._lock_fd = os.open(holder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(tree._lock_fd, fcntl.LOCK_EX)  # held for our life: "we are alive"
@@ -211,7 +229,7 @@ class BaseWorktree:
                 "marker": MARKER,
                 "pid": os.getpid(),
                 "repo": str(top),
-                "git_dir": common_dir(top),
+                "git_dir": git_dir,
                 "worktree": os.path.realpath(tree.path),
                 "ref": ref,
                 "sha": sha,
@@ -267,7 +285,7 @@ class BaseWorktree:
                 warnings.append(f"vgate base worktree {self.path}: git worktree remove: {err}")
         # Its folder gone (a temp cleaner), git still lists it: forget this one, not
         # every registration whose folder is missing (a user's may be on a drive).
-        forget_registrations(common_dir(self.repo), only=self.path)
+        forget_registrations(self._git_dir or common_dir(self.repo), only=self.path)
         # The holder is the folder ``create`` made with mkdtemp in this very process
         # (``_owned``); rmtree does not follow a symlink put in its place.
         shutil.rmtree(self.holder, ignore_errors=True)
@@ -325,7 +343,13 @@ class BaseTrees:
 
     @classmethod
     def create(
-        cls, repo: Path, ref: str, overlays: Iterable[Sequence[str]], *, root_rel: str = "."
+        cls,
+        repo: Path,
+        ref: str,
+        overlays: Iterable[Sequence[str]],
+        *,
+        root_rel: str = ".",
+        uncommitted: Sequence[str] | None = None,
     ) -> BaseTrees:
         made: dict[str, BaseWorktree] = {}
         try:
@@ -333,7 +357,7 @@ class BaseTrees:
                 key = overlay_key(overlay)
                 if key not in made:
                     made[key] = BaseWorktree.create(
-                        repo, ref, sorted(set(overlay)), root_rel=root_rel
+                        repo, ref, sorted(set(overlay)), root_rel=root_rel, uncommitted=uncommitted
                     )
         except BaseException:
             for tree in made.values():

@@ -2,9 +2,10 @@
 
 The base side is the base worktree as the red run saw it (the base revision with the
 gate's overlay copied on); the head side is the current working tree (tracked files,
-committed or not, and untracked files that are not ignored). Lines are mapped through
-coverage.py's own parser, so a comment or a docstring is never "changed code", and a
-change inside a multi-line statement is the statement's first line, as coverage records it.
+committed or not, and untracked files that are not ignored). Lines are mapped to
+coverage.py's statements (``process/statements.py``), so a comment or a docstring is never
+"changed code", and a change inside a multi-line statement is the statement's first line,
+as coverage records it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
 from pytest_vgate.paths import is_test_path
 from pytest_vgate.process import run_git
-from pytest_vgate.process.measure import executable_lines
+from pytest_vgate.process.statements import Lines as Parsed
+from pytest_vgate.process.statements import executable_lines
 
 PYTHON_SUFFIXES = (".py", ".pyw")
 Lines = Mapping[str, frozenset[int]]  # path relative to the repository -> line numbers
@@ -90,9 +92,7 @@ def _map(changed: set[int], text: str) -> frozenset[int]:
     return _map_parsed(changed, executable_lines(text))
 
 
-def _map_parsed(
-    changed: set[int], parsed: tuple[frozenset[int], dict[int, int]] | None
-) -> frozenset[int]:
+def _map_parsed(changed: set[int], parsed: Parsed | None) -> frozenset[int]:
     if parsed is None:
         return frozenset(changed)
     statements, first = parsed
@@ -126,11 +126,13 @@ def _compare(
             base_lines.update(range(i1 + 1, i2 + 1))
         if tag in ("replace", "insert"):
             head_lines.update(range(j1 + 1, j2 + 1))
-    base_parsed = executable_lines(base_text)
-    base_side = _map_parsed(base_lines, base_parsed)
-    head_side = _map(head_lines, head_text)
+    # A side is parsed only when the answer needs it: its own changed lines, or, for a
+    # pure insertion, the base statements around it (the anchors).
+    base_side = _map(base_lines, base_text) if base_lines else frozenset()
+    head_side = _map(head_lines, head_text) if head_lines else frozenset()
     anchors = None
-    if head_side and not base_side and base_parsed is not None:
+    base_parsed = executable_lines(base_text) if head_side and not base_side else None
+    if base_parsed is not None:
         anchors = insertion_anchors(base_text, head_text, base_parsed[0], head_side)
     return base_side, head_side, anchors
 
@@ -143,17 +145,23 @@ def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
 
 
 def compute_change(
-    head_top: Path, base_top: Path, base_sha: str, exclude: Sequence[Path] = ()
+    head_top: Path,
+    base_top: Path,
+    base_sha: str,
+    exclude: Sequence[Path] = (),
+    untracked: Sequence[str] | None = None,
 ) -> Change:
     """The change from the base worktree ``base_top`` (at ``base_sha``) to ``head_top``.
 
     ``exclude``: paths that are no part of the tree (files the session writes, the copies
     of pytest xdist puts into a worker's checkout): never changed code, never mutated.
+    ``untracked``: the tree's untracked files, when the session listed them already.
     Never raises: a git failure is a Change with ``error`` set (judged as unmeasured).
     """
     head_real, base_real = os.path.realpath(head_top), os.path.realpath(base_top)
     diffed = _git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top)
-    untracked = _git_paths(["ls-files", "--others", "--exclude-standard", "-z", "--"], head_top)
+    if untracked is None:
+        untracked = _git_paths(["ls-files", "--others", "--exclude-standard", "-z", "--"], head_top)
     tracked = _git_paths(["ls-files", "-z", "--"], head_top)
     if diffed is None or untracked is None or tracked is None:
         return Change(head_real, base_real, error="git could not list the changed files")

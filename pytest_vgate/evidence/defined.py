@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pytest_vgate.paths import is_test_path
+from pytest_vgate.process.statements import parse
 
 if TYPE_CHECKING:
     from pytest_vgate.gatesfile import Gate
@@ -33,7 +34,7 @@ def _names(text: str | None) -> set[str] | None:
     if text is None:
         return set()
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
     found: set[str] = set()

@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +194,11 @@ def _file_token(path: Path) -> bytes:
     head = b"x" if st.st_mode & 0o111 else b"-"
     if st.st_size > CONTENT_HASH_LIMIT:
         return head + f"big:{st.st_size}:{st.st_mtime_ns}".encode()
+    key = (os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return head + known
+    settled = time.time_ns() - st.st_ctime_ns > _SETTLED_NS  # no write can share its ctime
     digest = hashlib.sha256()
     try:
         with os.fdopen(open_regular(path), "rb") as fh:
@@ -200,44 +206,83 @@ def _file_token(path: Path) -> bytes:
                 digest.update(chunk)
     except OSError as exc:
         return f"unreadable:{exc.errno}".encode()
+    if settled:
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        _DIGESTS[key] = digest.hexdigest().encode()
     return head + digest.hexdigest().encode()
 
 
-def tree_state(root: Path, *, exclude: Sequence[Path] = ()) -> TreeState:
-    """Identify the git tree holding ``root``; never raises (no git means "not a git tree").
+# A file's digest by its stat (a gate's check file is digested on both trees for every gate
+# and run): any write moves its ctime, which no one can set back. Kept only for a file whose
+# last change is older than the file system's clock tick, so that no second write of the
+# same size can carry the same times.
+_DIGESTS: dict[tuple[str, int, int, int, int, int], bytes] = {}
+_DIGESTS_KEPT = 8192
+_SETTLED_NS = 50_000_000
 
-    The dirty digest covers, over the whole repository, every path that differs from HEAD
-    (``git diff HEAD --name-only``) and every untracked, non-ignored file, by name, kind,
-    executable bit and current bytes: the same information as ``git diff HEAD --binary``
-    plus the untracked files, without piping a huge diff. Bytecode, tool caches, ``.vgate``
-    and the ``exclude`` paths (e.g. a ledger kept elsewhere) are left out.
-    """
-    root = Path(root)
-    if not root.is_dir():
-        return NO_GIT
-    top_lines = run_git([*GIT_SAFE, "rev-parse", "--show-toplevel"], cwd=root, timeout=_GIT_TIMEOUT)
-    if top_lines.exit_code != 0 or not top_lines.stdout.strip():
-        return NO_GIT
-    top = Path(top_lines.stdout.strip())
-    head = run_git(
-        [*GIT_SAFE, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-        cwd=top,
-        timeout=_GIT_TIMEOUT,
-    )
-    commit = head.stdout.strip() if head.exit_code == 0 and head.stdout.strip() else None
+
+@dataclass(frozen=True)
+class Listing:
+    """What git lists of a work tree, once per session: its top folder, HEAD (None before
+    the first commit), the paths that differ from HEAD (before it: the index's) and the
+    untracked files it does not ignore. Taken before any check ran."""
+
+    top: Path
+    commit: str | None
+    changed: tuple[str, ...]
+    untracked: tuple[str, ...]
+
+
+def list_tree(root: Path, *, top: Path | None = None, commit: str | None = None) -> Listing | None:
+    """The work tree holding ``root`` as git lists it; None outside git (or git failing).
+    ``top`` and ``commit`` are asked of git unless the caller knows them (a worktree it
+    checked out)."""
+    if top is None:
+        if not Path(root).is_dir():
+            return None
+        found = run_git([*GIT_SAFE, "rev-parse", "--show-toplevel"], cwd=root, timeout=_GIT_TIMEOUT)
+        if found.exit_code != 0 or not found.stdout.strip():
+            return None
+        top = Path(found.stdout.strip())
+        head = run_git(
+            [*GIT_SAFE, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+            cwd=top,
+            timeout=_GIT_TIMEOUT,
+        )
+        commit = head.stdout.strip() if head.exit_code == 0 and head.stdout.strip() else None
     if commit:
         changed = _git_lines(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
     else:  # no commit yet: everything in the index is new
         changed = _git_lines(["ls-files", "-z", "--"], top)
     untracked = _git_lines(["ls-files", "--others", "--exclude-standard", "-z", "--"], top)
     if changed is None or untracked is None:
+        return None
+    return Listing(top, commit, tuple(changed), tuple(untracked))
+
+
+def tree_state(
+    root: Path, *, exclude: Sequence[Path] = (), listing: Listing | None = None
+) -> TreeState:
+    """Identify the git tree holding ``root``; never raises (no git means "not a git tree").
+
+    The dirty digest covers, over the whole repository, every path that differs from HEAD
+    (``git diff HEAD --name-only``) and every untracked, non-ignored file, by name, kind,
+    executable bit and current bytes: the same information as ``git diff HEAD --binary``
+    plus the untracked files, without piping a huge diff. Bytecode, tool caches, ``.vgate``
+    and the ``exclude`` paths (e.g. a ledger kept elsewhere) are left out. ``listing``:
+    the tree as ``list_tree`` gave it, when the caller has it.
+    """
+    listing = listing if listing is not None else list_tree(root)
+    if listing is None:
         return NO_GIT
+    top, commit = listing.top, listing.commit
     top_real = Path(os.path.realpath(top))
     excluded = left_out_below(exclude, top_real)
     ours = _our_temp_prefix(top_real)
     paths = sorted(
         p
-        for p in {*changed, *untracked}
+        for p in {*listing.changed, *listing.untracked}
         if not _is_derived(p, excluded) and not (ours is not None and p.startswith(ours))
     )
     short = commit[:7] if commit else "unborn"

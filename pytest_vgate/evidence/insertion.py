@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from pytest_vgate.process.statements import parse
+
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -26,8 +28,8 @@ def insertion_anchors(
     a side does not parse: then executing the file is what reaches the change.
     """
     try:
-        base_functions = _functions(ast.parse(base_text))
-        head_functions = _functions(ast.parse(head_text))
+        base_functions = _functions(parse(base_text))
+        head_functions = _functions(parse(head_text))
     except (SyntaxError, ValueError, RecursionError):
         return None
     if base_functions is None or head_functions is None:

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_vgate.evidence import (
+    NO_GIT,
     Ledger,
     Record,
     TreeState,
     tree_state,
 )
 from pytest_vgate.evidence.change import Change, compute_change
-from pytest_vgate.evidence.identity import commits_here, named_files
+from pytest_vgate.evidence.identity import Listing, commits_here, list_tree, named_files
 from pytest_vgate.evidence.record import Where
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.process.regular import read_regular
@@ -45,6 +46,7 @@ class Evidence:
     changes: dict[str, Change] = field(default_factory=dict)  # worktree path -> change
     # Paths no part of the tree: the session's own files, xdist's copies of pytest.
     not_the_tree: tuple[Path, ...] = ()
+    listing: Listing | None = None  # git's listing of the tree, where this process took it
     # In the process that writes the ledger (``remember_built``): each record's JSON object
     # as ``encode`` made it, by id, with the record (see ``record_of``).
     remember_built: bool = False
@@ -67,8 +69,10 @@ class Evidence:
         ledger = Ledger(ledger_path) if ledger_path is not None else Ledger.default(root)
         records, warnings = ledger.read()
         not_the_tree = (ledger.file, *exclude)
+        listing = None
         if tree is None:
-            tree = tree_state(root, exclude=not_the_tree)
+            listing = list_tree(root)
+            tree = tree_state(root, exclude=not_the_tree, listing=listing) if listing else NO_GIT
         kept, dropped = bind_records(records, tree, root)
         history: dict[str, list[Record]] = {}
         for record in kept:
@@ -81,6 +85,7 @@ class Evidence:
             warnings=[*warnings, *(ledger.warning(text) for text in dropped)],
             base_ref=base_ref,
             not_the_tree=not_the_tree,
+            listing=listing,
         )
 
     def encode(self, records: Sequence[Record]) -> tuple[dict[str, Any], ...]:
@@ -102,18 +107,26 @@ class Evidence:
             return hit[1]
         return Record.from_dict(data)
 
-    def base_tree(self, base_root: Path) -> TreeState:
+    def base_tree(self, base_root: Path, base: BaseWorktree | None = None) -> TreeState:
+        """The state of a base worktree (``base``: the one checked out there, whose top
+        and commit need not be asked of git)."""
         key = str(base_root)
         if key not in self.base_trees:
-            self.base_trees[key] = tree_state(base_root)
+            known = list_tree(base_root, top=base.path, commit=base.sha) if base else None
+            self.base_trees[key] = tree_state(base_root, listing=known)
         return self.base_trees[key]
 
     def change_for(self, base: BaseWorktree) -> Change:
         """The change from this base worktree to the current tree, computed once."""
         key = str(base.path)
         if key not in self.changes:
+            listed = self.listing
             self.changes[key] = compute_change(
-                base.repo, base.path, base.sha, exclude=self.not_the_tree
+                base.repo,
+                base.path,
+                base.sha,
+                exclude=self.not_the_tree,
+                untracked=listed.untracked if listed is not None else None,
             )
         return self.changes[key]
 

@@ -5,6 +5,7 @@ what they observed, let ``gate/decide.py`` decide, and build the JSON-able resul
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -201,7 +202,7 @@ def evaluate_gate(
                 if i < len(runs):
                     run_extra.append(_run_extra(runs[i][0], reaches[i], change))
     base_root = base_ctx.root if base_ctx is not None else None
-    green_records, red_records = _records(gate, series, evidence, base_root, run_extra)
+    green_records, red_records = _records(gate, series, evidence, base_root, run_extra, base_tree)
     facts = Facts(
         gate,
         series.greens,
@@ -254,6 +255,7 @@ def _records(
     evidence: Evidence,
     base_root: Path | None,
     run_extra: Sequence[JsonDict],
+    base_tree: BaseWorktree | None = None,
 ) -> tuple[tuple[Record, ...], tuple[Record, ...]]:
     """The ledger records of this session's runs (greens, reds): the facts of each run,
     its tree and inputs, and whether it was a genuine red (``decide.is_genuine_red``).
@@ -272,7 +274,7 @@ def _records(
                 make_record(
                     gate,
                     run,
-                    tree=evidence.base_tree(base_root),
+                    tree=evidence.base_tree(base_root, base_tree),
                     inputs_digest=then[1],
                     where=Where.BASE,
                     base_ref=evidence.base_ref,
@@ -474,11 +476,16 @@ def _run_extra(verdict: Verdict, reach: RunReach, change: Change) -> JsonDict:
 def rebase_paths(paths: Sequence[str], base: BaseWorktree) -> tuple[str, ...]:
     """``sys.path`` for a run on the base: entries inside the current repository point at
     their image in the base worktree, so a base run never imports the current tree."""
-    top = os.path.realpath(base.repo)
+    return _rebased(tuple(paths), str(base.repo), str(base.path), os.getcwd())
+
+
+@functools.lru_cache(maxsize=16)  # the same for every gate of a session (its base is new)
+def _rebased(paths: tuple[str, ...], repo: str, base: str, cwd: str) -> tuple[str, ...]:
+    top = os.path.realpath(repo)
     out: list[str] = []
     for entry in paths:
-        real = os.path.realpath(entry or os.getcwd())
-        image = os.path.join(str(base.path), os.path.relpath(real, top))
+        real = os.path.realpath(entry or cwd)
+        image = os.path.join(base, os.path.relpath(real, top))
         inside = real == top or real.startswith(top + os.sep)
         out.append(image if inside and os.path.exists(image) else entry)
     return tuple(out)

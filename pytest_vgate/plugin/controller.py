@@ -9,6 +9,7 @@ report and the terminal summary.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import pytest
 from pytest_vgate.gate.boundary import fail_closed_step
 from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.session import Resources, WorkerInput
+from pytest_vgate.plugin.session import STATE, Resources, WorkerInput
 
 if TYPE_CHECKING:
     from pytest_vgate.exporters.report import JsonReport
@@ -35,6 +36,8 @@ class Controller:
         self.loaded = loaded
         self.payloads: dict[str, Payload] = {}  # nodeid -> payload, in report order
         self.origin: dict[str, Any] | None = None  # see pytest_configure_node
+        self.removing: threading.Thread | None = None  # the base worktrees' removal
+        self.late_warnings: list[str] = []  # what it could not do
 
     # -- before the session --------------------------------------------------------------
 
@@ -61,11 +64,17 @@ class Controller:
 
         for root in dict.fromkeys(g.root for g in self.loaded):
             gates = [gate for g in self.loaded if g.root == root for gate in g.gates]
+            listed = self.res.evidence_for(root).listing  # the tree as configure saw it
+            dirty = (*listed.changed, *listed.untracked) if listed and listed.commit else None
             try:
-                top = toplevel(root)
+                top = listed.top if listed is not None else toplevel(root)
                 root_rel = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
                 trees = BaseTrees.create(
-                    top, ref, [gate.overlay for gate in gates], root_rel=root_rel
+                    top,
+                    ref,
+                    [gate.overlay for gate in gates],
+                    root_rel=root_rel,
+                    uncommitted=dirty,
                 )
             except BaselineError as exc:
                 self.release()
@@ -160,9 +169,10 @@ class Controller:
         if report:
             self._step(lambda: self._export(report), "the pytest_vgate_report exporters")
         self._step(self._record_evidence, "the ledger")
-        # Every run is over: the base worktrees go now, so that what removing them could
-        # not do is in the summary's warnings (at unconfigure, the summary is written).
-        self._step(self.release, "removing the base worktrees")
+        # Every run is over: the base worktrees and the session's processes go now, on a
+        # thread of their own while the summary is written; unconfigure waits for it and
+        # says what it could not do.
+        self._step(self._start_removal, "removing the base worktrees")
         if report:  # last: only a session that got here has a sealed report
             self._step(lambda: self._write_report(report, seal=True), "the JSON report")
 
@@ -276,7 +286,29 @@ class Controller:
         for ledger, records in by_ledger.items():
             self.res.warnings.extend(Ledger(Path(ledger)).append(records))
 
+    def _start_removal(self) -> None:
+        trees = list(self.res.base_trees.values())
+        self.res.base_trees.clear()
+        state = self.config.stash.get(STATE, None)  # its cells, zygotes and shepherds
+
+        def remove() -> None:  # each ``remove`` never raises: its failures are warnings
+            self.late_warnings.extend(w for t in trees for w in t.remove())
+            if state is not None:
+                failed = fail_closed_step(state.close, "stopping the session's processes")
+                self.late_warnings.extend([failed] if failed else [])
+
+        if trees or state is not None:
+            self.removing = threading.Thread(target=remove, name="vgate-session-end")
+            self.removing.start()
+
     def pytest_unconfigure(self) -> None:
+        if self.removing is not None:  # nothing of the session outlives it
+            self.removing.join()
+            self.removing = None
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            for warning in self.late_warnings:
+                if reporter is not None:
+                    reporter.write_line(f"vgate warning: {warning}", yellow=True)
         self.release()
 
     def release(self) -> None:

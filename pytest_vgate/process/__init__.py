@@ -350,14 +350,16 @@ def run_git(args: Sequence[str], *, cwd: Path | str, timeout: float = 60.0) -> P
 
     Only PATH and HOME come from the caller (HOME for the user's identity and config);
     LANG=C keeps messages parseable; GIT_TERMINAL_PROMPT=0 makes auth failures fail
-    instead of waiting for a password on a closed stdin.
+    instead of waiting for a password on a closed stdin. Our own fixed commands, so in
+    a process group of their own (killed whole at the deadline), not through a shepherd:
+    a session would otherwise start one for its git calls and another for its checks.
     """
     env = {"LANG": "C", "GIT_TERMINAL_PROMPT": "0"}
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]
     git = shutil.which("git", path=env.get("PATH", os.defpath)) or "git"
-    return run_process([git, *args], cwd=cwd, env=env, timeout=timeout)
+    return run_process([git, *args], cwd=cwd, env=env, timeout=timeout, isolation="off")
 
 
 def start_helper(

@@ -377,8 +377,8 @@ class Pool:
         """An idle or new shepherd; None when none can run here (reason: ``failure``).
 
         Before a new one is started, an idle shepherd of the process's default pool is
-        taken over (ours from then on, stopped with this pool): a session's own ``git``
-        calls go through that pool, its checks through the session's.
+        taken over (ours from then on, stopped with this pool): a session's own probes
+        (the report header's) go through that pool, its checks through the session's.
         """
         shepherd = self._take_idle(want)
         if shepherd is None and self is not POOL:

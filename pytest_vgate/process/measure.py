@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.machinery
+import importlib.util
 import math
 import os
 import secrets
@@ -32,6 +34,7 @@ from typing import Any
 
 from pytest_vgate.process import bootstrap
 from pytest_vgate.process.stack import Thread, parse_dump
+from pytest_vgate.process.statements import executable_lines
 
 DIR_ENV = bootstrap.DIR_ENV
 MEASURED_KEY = "vgate_measured"  # where run_command leaves the Measured on a verdict
@@ -203,13 +206,17 @@ def _boot_home(folder: Path) -> Path:
 
 @functools.cache
 def _c_tracer() -> dict[str, bytes]:
-    """coverage.py's C tracer extension of this interpreter, by file name (none: {})."""
-    try:
-        from coverage import tracer
-    except ImportError:
-        return {}
-    path = Path(tracer.__file__ or "")
-    return {path.name: path.read_bytes()} if path.name.startswith("tracer.") else {}
+    """coverage.py's C tracer extension of this interpreter, by file name (none: {}).
+
+    Found where ``import coverage.tracer`` would find it, without importing coverage (a
+    tenth of a second of a session's start that nothing else here needs)."""
+    spec = importlib.util.find_spec("coverage")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"tracer{suffix}"
+            if path.is_file():
+                return {path.name: path.read_bytes()}
+    return {}
 
 
 def _read(data: Path) -> Measured:
@@ -303,25 +310,6 @@ def _read_process(
             pass
         return f"bad record {row[:80]!r}"
     return ""
-
-
-@functools.lru_cache(maxsize=32)
-def executable_lines(text: str) -> tuple[frozenset[int], dict[int, int]] | None:
-    """Coverage's statements of a Python source and its line -> first-line map (shared:
-    read it, never change it); None when the text does not parse (the caller then counts
-    raw lines, failing closed). Remembered per text: a session parses each side of a
-    changed file for the change and again for each run's statements."""
-    from coverage.parser import PythonParser
-
-    try:
-        parser = PythonParser(text=text)
-        parser.parse_source()
-    # coverage raises NotPython, and tokenize/ast errors surface as others.
-    except Exception:  # noqa: BLE001
-        return None
-    count = text.count("\n") + 1
-    first = {n: parser.first_line(n) for n in range(1, count + 1)}
-    return frozenset(parser.statements), first
 
 
 def statements(path: str, lines: Iterable[int]) -> frozenset[int]:
