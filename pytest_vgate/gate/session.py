@@ -1,18 +1,16 @@
 """What one session keeps between checks and gives back at its end: ``SessionState``.
 
 The pytest layer opens one per config (``plugin.session.STATE`` in ``config.stash``) at
-configure and closes it when the session's runs are over (at the latest at unconfigure);
-checks reach it through ``RunContext.cells`` and ``RunContext.zygotes``. A library caller
-opens its own, or passes none (each check then gets a fresh cell). ``close`` removes the
-idle cells of its pool, stops the verifier zygotes (and the spare child each keeps ready)
-and the idle shepherds of this process, and forgets the folders it resolved: nothing it
-made outlives the session, and a second session in the same process starts from nothing.
-It never touches what it did not make.
+configure and closes it at unconfigure; checks reach it through ``RunContext.cells`` and
+``RunContext.zygotes``. A library caller opens its own, or passes none (each check then
+gets a fresh cell). ``close`` removes the idle cells of its pool, stops the verifier
+zygotes (and the spare child each keeps ready) and the idle shepherds of this process, and
+forgets the folders it resolved: nothing it made outlives the session, and a second
+session in the same process starts from nothing. It never touches what it did not make.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 from pytest_vgate.process.cell import CellPool
@@ -29,7 +27,6 @@ class SessionState:
     zygotes: ZygoteHost = field(default_factory=ZygoteHost)
     shepherds: Pool = field(default_factory=Pool)
     closed: bool = False
-    closing: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, isolation: str = "auto") -> SessionState:
@@ -37,19 +34,17 @@ class SessionState:
         return cls(zygotes=ZygoteHost(isolation))
 
     def close(self) -> None:
-        """Remove the idle cells; stop the zygotes and idle shepherds started for checks.
-        A second caller (the session's end runs it on a thread) waits for the first."""
+        """Remove the idle cells; stop the zygotes and idle shepherds started for checks."""
+        if self.closed:
+            return
+        self.closed = True
         from pytest_vgate.gate.runner import forget_folders
         from pytest_vgate.process import contain
         from pytest_vgate.process.tools import remove_shims
 
-        with self.closing:
-            if self.closed:
-                return
-            self.closed = True
-            self.cells.close()
-            self.zygotes.shutdown()
-            self.shepherds.close()
-            contain.POOL.close()  # the default pool's idle shepherds: tools a verifier ran
-            forget_folders()
-            remove_shims()
+        self.cells.close()
+        self.zygotes.shutdown()
+        self.shepherds.close()
+        contain.POOL.close()  # the default pool's idle shepherds: tools a verifier ran
+        forget_folders()
+        remove_shims()

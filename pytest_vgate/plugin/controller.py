@@ -19,7 +19,7 @@ import pytest
 from pytest_vgate.gate.boundary import fail_closed_step
 from pytest_vgate.payload import CheckPayload, CrashedPayload, Payload
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.session import STATE, Resources, WorkerInput
+from pytest_vgate.plugin.session import Resources, WorkerInput
 
 if TYPE_CHECKING:
     from pytest_vgate.exporters.report import JsonReport
@@ -169,9 +169,8 @@ class Controller:
         if report:
             self._step(lambda: self._export(report), "the pytest_vgate_report exporters")
         self._step(self._record_evidence, "the ledger")
-        # Every run is over: the base worktrees and the session's processes go now, on a
-        # thread of their own while the summary is written; unconfigure waits for it and
-        # says what it could not do.
+        # Every run is over: the base worktrees go now, on a thread of their own while the
+        # summary is written; unconfigure waits for it and says what it could not do.
         self._step(self._start_removal, "removing the base worktrees")
         if report:  # last: only a session that got here has a sealed report
             self._step(lambda: self._write_report(report, seal=True), "the JSON report")
@@ -289,16 +288,11 @@ class Controller:
     def _start_removal(self) -> None:
         trees = list(self.res.base_trees.values())
         self.res.base_trees.clear()
-        state = self.config.stash.get(STATE, None)  # its cells, zygotes and shepherds
-
-        def remove() -> None:  # each ``remove`` never raises: its failures are warnings
-            self.late_warnings.extend(w for t in trees for w in t.remove())
-            if state is not None:
-                failed = fail_closed_step(state.close, "stopping the session's processes")
-                self.late_warnings.extend([failed] if failed else [])
-
-        if trees or state is not None:
-            self.removing = threading.Thread(target=remove, name="vgate-session-end")
+        if trees:  # each ``remove`` never raises: its failures are warnings
+            self.removing = threading.Thread(
+                target=lambda: self.late_warnings.extend(w for t in trees for w in t.remove()),
+                name="vgate-base-removal",
+            )
             self.removing.start()
 
     def pytest_unconfigure(self) -> None:
