@@ -101,16 +101,9 @@ def _map_parsed(changed: set[int], parsed: Parsed | None) -> frozenset[int]:
 
 def diff_file(
     base_text: str | None, head_text: str | None
-) -> tuple[frozenset[int], frozenset[int]]:
-    """(base-side, head-side) executable lines changed between two versions of a file."""
-    base_lines, head_lines, _ = _compare(base_text, head_text)
-    return base_lines, head_lines
-
-
-def _compare(
-    base_text: str | None, head_text: str | None
 ) -> tuple[frozenset[int], frozenset[int], frozenset[int] | None]:
-    """``diff_file``, plus the anchors of a pure insertion (``evidence/insertion.py``)."""
+    """(base-side, head-side) executable lines changed between two versions of a file, and
+    the anchors of a pure insertion (``evidence/insertion.py``)."""
     if base_text == head_text:
         return frozenset(), frozenset(), None
     if base_text is None:
@@ -177,7 +170,7 @@ def compute_change(
             continue
         base_text = _read(Path(base_real) / rel)
         head_text = _read(Path(head_real) / rel)
-        base_lines, head_lines, found = _compare(base_text, head_text)
+        base_lines, head_lines, found = diff_file(base_text, head_text)
         if base_lines:
             base_changed[rel] = base_lines
         if head_lines:

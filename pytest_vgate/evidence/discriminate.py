@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_vgate.evidence.change import Change, Lines
 from pytest_vgate.evidence.defined import check_modules, is_check_file
@@ -396,13 +396,3 @@ def private_copy(repo_top: Path, root: Path) -> BaseWorktree:
         if inside and (victim.is_file() or victim.is_symlink()):
             victim.unlink()
     return tree
-
-
-def result_from(data: Mapping[str, Any] | None) -> DiscriminationResult | None:
-    """A payload's ``discrimination`` back as a result (None when absent or unreadable)."""
-    if not isinstance(data, Mapping):
-        return None
-    try:
-        return DiscriminationResult.from_dict(data)
-    except (ValueError, KeyError, TypeError):
-        return None
