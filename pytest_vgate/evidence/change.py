@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_vgate.evidence.defined import added_modules, added_names
-from pytest_vgate.evidence.identity import GIT_SAFE, is_left_out, left_out_below
+from pytest_vgate.evidence.identity import UNTRACKED, git_paths, is_left_out, left_out_below
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
 from pytest_vgate.paths import is_test_path
-from pytest_vgate.process import run_git
 from pytest_vgate.process.statements import Lines as Parsed
 from pytest_vgate.process.statements import executable_lines
 
@@ -130,13 +129,6 @@ def diff_file(
     return base_side, head_side, anchors
 
 
-def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
-    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=120.0)
-    if result.exit_code != 0:
-        return None
-    return [p for p in result.stdout.split("\0") if p]
-
-
 def compute_change(
     head_top: Path,
     base_top: Path,
@@ -152,10 +144,10 @@ def compute_change(
     Never raises: a git failure is a Change with ``error`` set (judged as unmeasured).
     """
     head_real, base_real = os.path.realpath(head_top), os.path.realpath(base_top)
-    diffed = _git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top)
+    diffed = git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top, 120)
     if untracked is None:
-        untracked = _git_paths(["ls-files", "--others", "--exclude-standard", "-z", "--"], head_top)
-    tracked = _git_paths(["ls-files", "-z", "--"], head_top)
+        untracked = git_paths(UNTRACKED, head_top, 120)
+    tracked = git_paths(["ls-files", "-z", "--"], head_top, 120)
     if diffed is None or untracked is None or tracked is None:
         return Change(head_real, base_real, error="git could not list the changed files")
     head_changed: dict[str, frozenset[int]] = {}

@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING
 
 from pytest_vgate.evidence.change import Change, Lines
 from pytest_vgate.evidence.defined import check_modules, is_check_file
-from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.evidence.identity import list_tree
 from pytest_vgate.evidence.mutate import FileChange, Mutant, plant, seed_of
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import Jsonable, StrEnum
-from pytest_vgate.process import run_git
 from pytest_vgate.process.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 
@@ -375,16 +374,10 @@ def private_copy(repo_top: Path, root: Path) -> BaseWorktree:
     from pytest_vgate.baseline import BaselineError, BaseWorktree
 
     top = Path(os.path.realpath(repo_top))
-    listed = [
-        run_git([*GIT_SAFE, *args], cwd=top, timeout=120.0)
-        for args in (
-            ["diff", "--name-only", "-z", "--no-renames", "HEAD", "--"],
-            ["ls-files", "--others", "--exclude-standard", "-z", "--"],
-        )
-    ]
-    if any(r.exit_code != 0 for r in listed):
+    listing = list_tree(top, top=top, commit="HEAD")
+    if listing is None:
         raise BaselineError("git could not list the files that differ from HEAD")
-    paths = sorted({p for r in listed for p in r.stdout.split("\0") if p})
+    paths = sorted({*listing.changed, *listing.untracked})
     present = [p for p in paths if os.path.lexists(top / p)]
     root_real = os.path.realpath(root)
     overlay = [os.path.relpath(top / p, root_real) for p in present]

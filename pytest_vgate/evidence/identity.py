@@ -38,6 +38,7 @@ CONTENT_HASH_LIMIT = 16 << 20
 _GIT_TIMEOUT = 60.0
 # Hooks never run from our git calls (a post-checkout hook must not fire in a session).
 GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=off")
+UNTRACKED = ("ls-files", "--others", "--exclude-standard", "-z", "--")
 
 
 def _canonical(data: Any) -> bytes:
@@ -128,8 +129,9 @@ class TreeState(Jsonable):
 NO_GIT = TreeState(commit=None, dirty="", label=NOT_A_GIT_TREE, is_git=False)
 
 
-def _git_lines(args: Sequence[str], cwd: Path) -> list[str] | None:
-    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=_GIT_TIMEOUT)
+def git_paths(args: Sequence[str], cwd: Path, timeout: float = _GIT_TIMEOUT) -> list[str] | None:
+    """The NUL-separated paths a ``-z`` git listing prints; None when git fails."""
+    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=timeout)
     if result.exit_code != 0:
         return None
     return [p for p in result.stdout.split("\0") if p]
@@ -252,10 +254,10 @@ def list_tree(root: Path, *, top: Path | None = None, commit: str | None = None)
         )
         commit = head.stdout.strip() if head.exit_code == 0 and head.stdout.strip() else None
     if commit:
-        changed = _git_lines(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
+        changed = git_paths(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
     else:  # no commit yet: everything in the index is new
-        changed = _git_lines(["ls-files", "-z", "--"], top)
-    untracked = _git_lines(["ls-files", "--others", "--exclude-standard", "-z", "--"], top)
+        changed = git_paths(["ls-files", "-z", "--"], top)
+    untracked = git_paths(UNTRACKED, top)
     if changed is None or untracked is None:
         return None
     return Listing(top, commit, tuple(changed), tuple(untracked))
