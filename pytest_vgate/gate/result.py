@@ -425,29 +425,25 @@ def _mutants(
     )
 
 
-def measure_change(change: Change, side: str | None = None) -> MeasureSpec:
+def measure_change(change: Change, side: str) -> MeasureSpec:
     """Record only the changed files, on both trees: all the judgment needs (a base run
     executing the current tree's changed files is what contamination is), and the cheapest
     to trace. ``lines``: the changed lines the judgment asks about, of the ``side`` the run
-    is on (``base`` or ``head``; both when None, with the statements of the functions a
-    pure insertion went into); ``any_of``, on the base: those statements, of which one is
-    enough. Once all of them ran, an engine may stop tracing (files are still recorded as
-    they start)."""
+    is on (``base`` or ``head``); ``any_of``, on the base: the statements of the functions a
+    pure insertion went into, of which one is enough. Once all of them ran, an engine may
+    stop tracing (files are still recorded as they start)."""
     files = sorted(change.files | change.inserted)
     lines: dict[str, tuple[int, ...]] = {}
     any_of: dict[str, tuple[int, ...]] = {}
     for rel in files:
-        base, head = os.path.join(change.base_top, rel), os.path.join(change.head_top, rel)
-        anchors = change.anchors.get(rel, frozenset())
-        changed = change.base_changed.get(rel, frozenset())
-        if side is None:
-            lines[base] = tuple(sorted(changed | anchors))
-        elif side == "base":
-            lines[base] = tuple(sorted(changed))
-            if rel in change.inserted and anchors:
-                any_of[base] = tuple(sorted(anchors))
-        if side in (None, "head"):
+        if side == "head":
+            head = os.path.join(change.head_top, rel)
             lines[head] = tuple(sorted(change.head_changed.get(rel, frozenset())))
+            continue
+        base = os.path.join(change.base_top, rel)
+        lines[base] = tuple(sorted(change.base_changed.get(rel, frozenset())))
+        if rel in change.inserted and change.anchors.get(rel):
+            any_of[base] = tuple(sorted(change.anchors[rel]))
     return MeasureSpec(
         tuple(os.path.join(top, f) for f in files for top in (change.base_top, change.head_top)),
         lines=tuple(sorted(lines.items())),
