@@ -24,7 +24,7 @@ from pytest_vgate.evidence.discriminate import (
     private_copy,
     report_lines,
 )
-from pytest_vgate.evidence.identity import content_digest, inputs_digest
+from pytest_vgate.evidence.identity import TreeState, content_digest, inputs_digest
 from pytest_vgate.evidence.proof import Evidence, Series, changed_on_base, missing_on_base
 from pytest_vgate.evidence.reach import (
     CoverageResult,
@@ -263,40 +263,30 @@ def _records(
     extras = list(run_extra)
     greens: list[Record] = []
     reds: list[Record] = []
+
+    def record(run: Verdict, tree: TreeState, digests: tuple[str, str], where: Where) -> Record:
+        return make_record(
+            gate,
+            run,
+            tree=tree,
+            inputs_digest=digests[1],
+            where=where,
+            base_ref=evidence.base_ref if where is Where.BASE else None,
+            content=digests[0],
+            judged=is_genuine_red(run, gate),
+            extra=extras.pop(0) if extras else None,
+        )
+
     now = (content_digest(gate, gate.root), inputs_digest(gate.root, gate.inputs))
     then = ("", "")
     if base_root is not None:
         then = (content_digest(gate, base_root), inputs_digest(base_root, gate.inputs))
     for i in range(max(len(series.greens), len(series.reds))):
         if i < len(series.reds) and base_root is not None:
-            run = series.reds[i]
-            reds.append(
-                make_record(
-                    gate,
-                    run,
-                    tree=evidence.base_tree(base_root, base_tree),
-                    inputs_digest=then[1],
-                    where=Where.BASE,
-                    base_ref=evidence.base_ref,
-                    content=then[0],
-                    judged=is_genuine_red(run, gate),
-                    extra=extras.pop(0) if extras else None,
-                )
-            )
+            tree = evidence.base_tree(base_root, base_tree)
+            reds.append(record(series.reds[i], tree, then, Where.BASE))
         if i < len(series.greens):
-            run = series.greens[i]
-            greens.append(
-                make_record(
-                    gate,
-                    run,
-                    tree=evidence.tree,
-                    inputs_digest=now[1],
-                    where=Where.CURRENT,
-                    content=now[0],
-                    judged=is_genuine_red(run, gate),
-                    extra=extras.pop(0) if extras else None,
-                )
-            )
+            greens.append(record(series.greens[i], evidence.tree, now, Where.CURRENT))
     return tuple(greens), tuple(reds)
 
 
