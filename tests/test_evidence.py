@@ -355,7 +355,6 @@ def test_ledger_round_trip_in_the_default_location(tmp_path: Path) -> None:
     records, warnings = ledger.read()
     assert warnings == []
     assert records == [*first, rec(PASS, tree)]
-    assert ledger.read(gate_ids={"other"})[0] == [first[1]]
     assert (tmp_path / ".vgate" / ".gitignore").read_text().splitlines()[-1] == "*"
     assert len(ledger.file.read_text().splitlines()) == 3  # one JSON object per line
 

@@ -17,12 +17,7 @@ from pytest_vgate.evidence.identity import (
     inputs_digest,
     tree_state,
 )
-from pytest_vgate.evidence.ledger import (
-    LEDGER_DIRNAME,
-    LEDGER_FILENAME,
-    Ledger,
-    LedgerWarning,
-)
+from pytest_vgate.evidence.ledger import LEDGER_DIRNAME, LEDGER_FILENAME, Ledger
 from pytest_vgate.evidence.record import (
     OUTPUT_TAIL,
     Record,
@@ -37,7 +32,6 @@ __all__ = [
     "NO_GIT",
     "OUTPUT_TAIL",
     "Ledger",
-    "LedgerWarning",
     "Record",
     "TreeState",
     "claim_hash",
