@@ -1,20 +1,11 @@
 """Does a check's answer depend on what the changed lines compute? Ask it, with mutants.
 
-Core, no pytest. ``discriminate`` takes a gate that passed now, the change and the
-changed lines its green run executed, plants mutants of that code (``evidence/mutate``)
-and runs the gate's check on each, one at a time, in a private copy of the current tree
-that this plugin makes, marks as its own and removes (a base worktree of ``HEAD`` with
-the uncommitted files copied on: the same holder, marker, lock and clean-up as the base
-of ``--vgate-base``). The user's files are never written.
-
-A mutant is **killed** when the check does not pass on it: a failure, an error, or a
-hang stopped at the gate's own timeout (labelled ``timeout``). Not killed: the check
-passes (``survived``); the mutated code itself raised (``raised-in-change``: any check
-that runs it fails, which is coverage, not testing); a non-result of the environment,
-tried twice (``unknown``). docs/discrimination.md has the rules.
-
-Mutants a batch already ran in forks of the collected head session (``gate/fork.py``)
-come in as ``Forked`` verdicts, judged by the same rules; only the rest run in the copy.
+Core, no pytest. ``discriminate`` plants mutants (``evidence/mutate``) of the changed code
+a passing gate's green run executed and runs its check on each, one at a time, in a private
+copy of the current tree (``private_copy``: a base worktree of ``HEAD``, with its holder,
+marker and clean-up): the user's files are never written. Mutants a batch already ran in
+forks of the collected head session (``gate/fork.py``) come in as ``Forked`` verdicts,
+judged by the same rules (``Outcome``; docs/discrimination.md).
 """
 
 from __future__ import annotations
@@ -54,7 +45,9 @@ class Discrimination(StrEnum):
 
 
 class Outcome(StrEnum):
-    """What one mutant's run came to (the JSON report's ``mode`` of a mutant)."""
+    """What one mutant's run came to (the JSON report's ``mode`` of a mutant). Not killed:
+    the mutated code itself raised (any check running it fails: coverage, not testing), or
+    the environment gave no result, twice."""
 
     KILLED = "killed"
     TIMEOUT = "timeout"  # the check hung on it: killed at the gate's own deadline
