@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -508,7 +509,7 @@ def format_report(result: GateResult) -> str:
     if gate.claim:
         lines.append(f"claim:    {gate.claim}")
     if gate.argv:
-        lines.append(f"command:  {_argv_text(gate.argv)}")
+        lines.append(f"command:  {shlex.join(gate.argv)}")
     if v.detail:
         lines.append(f"detail:   {v.detail}")
     if gate.argv:
@@ -560,12 +561,6 @@ def _coverage_lines(result: GateResult) -> list[str]:
         elif reach is not None and not reach.measured:
             lines.append(f"  {name}: not measured")
     return lines
-
-
-def _argv_text(argv: Sequence[str]) -> str:
-    import shlex
-
-    return shlex.join(argv)
 
 
 def _isolation(verdict: Verdict) -> str | None:
