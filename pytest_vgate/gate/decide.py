@@ -280,12 +280,9 @@ def _flaky(facts: Facts) -> RbgResult:
     if facts.reds:
         parts.insert(0, f"red on the base: {pattern(facts.reds)}")
     early = " (stopped at the first disagreement)" if len(facts.greens) < facts.repeat else ""
-    return RbgResult(
+    return _broken(
         Rbg.FLAKY,
-        ok=False,
-        reason=f"repeated runs disagree{early}: {'; '.join(parts)}; a flaky check proves nothing",
-        mode=Mode.FAIL,
-        cause=Cause.BROKEN_TEST,
+        f"repeated runs disagree{early}: {'; '.join(parts)}; a flaky check proves nothing",
     )
 
 
@@ -326,23 +323,14 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
     skipped = skipped_only(output_of(base.stdout, base.stderr)) if base.ok else None
     if skipped is not None:
         why = f": {skipped}" if skipped else " (it printed no reason; `-rs` shows pytest's)"
-        return RbgResult(
+        return _broken(
             Rbg.WEAK_RED,
-            ok=False,
-            reason=(
-                f"skipped on the base{why}; a skip is no answer: make the test run there "
-                "(carry what it needs with `overlay:`), or declare it `red: not-required`"
-            ),
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
+            f"skipped on the base{why}; a skip is no answer: make the test run there "
+            "(carry what it needs with `overlay:`), or declare it `red: not-required`",
         )
     if base.ok:
-        return RbgResult(
-            Rbg.NEVER_RED,
-            ok=False,
-            reason="the check passes on the base too: it cannot tell the change apart",
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
+        return _broken(
+            Rbg.NEVER_RED, "the check passes on the base too: it cannot tell the change apart"
         )
     genuine, why = _judge(base, gate)
     if genuine:
@@ -439,13 +427,7 @@ def _from_history(
     else:
         status, text = Rbg.UNPROVEN, "no red evidence in the ledger"
     if require_red:
-        return RbgResult(
-            status,
-            ok=False,
-            reason=f"{text}{note}; --vgate-require-red needs a genuine red first",
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
-        )
+        return _broken(status, f"{text}{note}; --vgate-require-red needs a genuine red first")
     return RbgResult(status, ok=True, reason=f"{text}{note}; passes as unproven")
 
 

@@ -107,6 +107,11 @@ def _line(node: yaml.Node) -> int:
     return line + 1
 
 
+def _check_tag(node: yaml.Node, tag: str) -> None:
+    if node.tag != tag:
+        raise YamlError(f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node))
+
+
 def load_yaml(text: str, *, pure: bool = False) -> Any:
     """Parse one YAML document into plain data (LocatedMap/LocatedList); None when empty.
 
@@ -244,10 +249,7 @@ class _Walker:
             ) from None
 
     def _sequence(self, node: yaml.SequenceNode) -> LocatedList:
-        if node.tag != _SEQ_TAG:
-            raise YamlError(
-                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
-            )
+        _check_tag(node, _SEQ_TAG)
         result = LocatedList(_line(node))
         lines = result.item_lines
         for item in node.value:
@@ -256,10 +258,7 @@ class _Walker:
         return result
 
     def _mapping(self, node: yaml.MappingNode) -> LocatedMap:
-        if node.tag != _MAP_TAG:
-            raise YamlError(
-                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
-            )
+        _check_tag(node, _MAP_TAG)
         result = LocatedMap(_line(node))
         key_lines, value_lines = result.key_lines, result.value_lines
         merged: list[LocatedMap] = []
