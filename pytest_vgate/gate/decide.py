@@ -306,15 +306,11 @@ def _regression(current: Record, base: Record | None) -> RbgResult:
     if base is None or base.ok:
         on = " and on the base" if base is not None else ""
         return RbgResult(Rbg.REGRESSION, ok=True, reason=f"regression gate: passes now{on}")
-    return RbgResult(
+    return _broken(
         Rbg.REGRESSION,
-        ok=False,
-        reason=(
-            f"regression gate (red: not-required) but it fails on the base ({_describe(base)}: "
-            f"{base.red_reason}); it must pass on both, or declare it red: required"
-        ),
-        mode=Mode.FAIL,
-        cause=_weak_cause(base),
+        f"regression gate (red: not-required) but it fails on the base ({_describe(base)}: "
+        f"{base.red_reason}); it must pass on both, or declare it red: required",
+        _weak_cause(base),
     )
 
 
@@ -334,12 +330,7 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
         )
     genuine, why = _judge(base, gate)
     if genuine:
-        return RbgResult(
-            Rbg.PROVEN,
-            ok=True,
-            reason=f"red on the base ({_describe(base)}), green now",
-            red_evidence=base,
-        )
+        return _proven(f"red on the base ({_describe(base)}), green now", base)
     hint = ""
     missing = base.exit_code in (4, 5) and runs_pytest(gate.argv)
     if not gate.overlay and (missing or why == UNITTEST_NOT_RED):
@@ -347,12 +338,10 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
             "; if the test is new in this change, carry it onto the base with "
             "`overlay: [tests/]` (the test files that encode the requirement)"
         )
-    return RbgResult(
+    return _broken(
         Rbg.WEAK_RED,
-        ok=False,
-        reason=f"red on the base for the wrong reason: {why}{hint}",
-        mode=Mode.FAIL,
-        cause=_weak_cause(base),
+        f"red on the base for the wrong reason: {why}{hint}",
+        _weak_cause(base),
     )
 
 
@@ -399,12 +388,7 @@ def _from_history(
     note = "".join(f"; {n} red record(s) ignored: {why}" for why, n in ignored.items())
     if genuine_same:
         red = max(genuine_same, key=lambda r: r.time)
-        return RbgResult(
-            Rbg.PROVEN,
-            ok=True,
-            reason=f"red earlier ({_describe(red)}), green now",
-            red_evidence=red,
-        )
+        return _proven(f"red earlier ({_describe(red)}), green now", red)
     if genuine_other_claim:
         red = max(genuine_other_claim, key=lambda r: r.time)
         return RbgResult(
@@ -431,8 +415,12 @@ def _from_history(
     return RbgResult(status, ok=True, reason=f"{text}{note}; passes as unproven")
 
 
-def _broken(status: Rbg, reason: str) -> RbgResult:
-    return RbgResult(status, ok=False, reason=reason, mode=Mode.FAIL, cause=Cause.BROKEN_TEST)
+def _proven(reason: str, red: Record) -> RbgResult:
+    return RbgResult(Rbg.PROVEN, ok=True, reason=reason, red_evidence=red)
+
+
+def _broken(status: Rbg, reason: str, cause: Cause = Cause.BROKEN_TEST) -> RbgResult:
+    return RbgResult(status, ok=False, reason=reason, mode=Mode.FAIL, cause=cause)
 
 
 def _judge_execution(
@@ -516,12 +504,7 @@ def _missing_feature(
     line = missing_defined(text, coverage.change.defined)
     if not line:
         return result
-    return RbgResult(
-        Rbg.PROVEN,
-        ok=True,
-        reason=f"red on the base because the feature is missing there ({line}), green now",
-        red_evidence=red,
-    )
+    return _proven(f"red on the base because the feature is missing there ({line}), green now", red)
 
 
 def _fixed_hang(
@@ -561,15 +544,11 @@ def _fixed_hang(
         )
     else:
         return result
-    return RbgResult(
-        Rbg.PROVEN,
-        ok=True,
-        reason=(
-            f"red on the base because it hung in the changed code: its run was still "
-            f"executing it ({where}) when its deadline killed it, and the check passes now: "
-            "the change removed a hang"
-        ),
-        red_evidence=red,
+    return _proven(
+        f"red on the base because it hung in the changed code: its run was still "
+        f"executing it ({where}) when its deadline killed it, and the check passes now: "
+        "the change removed a hang",
+        red,
     )
 
 
