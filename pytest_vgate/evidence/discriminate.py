@@ -234,15 +234,12 @@ def _forked(mutant: Mutant, forked: Forked | None) -> MutantResult | None:
     return replace(found, seconds=round(forked.seconds, 6), tests=round(forked.tests, 6))
 
 
+_OF_THE_MUTANT = ("path", "line", "kind", "operator", "before", "after", "function")
+
+
 def _result(mutant: Mutant, outcome: Outcome, how: str, why_solo: str = "") -> MutantResult:
     return MutantResult(
-        path=mutant.path,
-        line=mutant.line,
-        kind=mutant.kind,
-        operator=mutant.operator,
-        before=mutant.before,
-        after=mutant.after,
-        function=mutant.function,
+        **{name: getattr(mutant, name) for name in _OF_THE_MUTANT},
         killed=outcome in (Outcome.KILLED, Outcome.TIMEOUT),
         mode=outcome,
         how=how,
