@@ -36,7 +36,7 @@ from pytest_vgate.evidence.reach import (
 )
 from pytest_vgate.evidence.record import Record, Where, make_record
 from pytest_vgate.evidence.why import explain
-from pytest_vgate.gate.decide import Decision, Facts, decide, is_genuine_red, runs_disagree
+from pytest_vgate.gate.decide import Facts, decide, is_genuine_red, runs_disagree
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.gatesfile.kinds import kind_of
@@ -220,8 +220,8 @@ def evaluate_gate(
         strict=strict,
     )
     decision = decide(facts)
-    if _asks_what_differs(gate, decision, base_root):  # the never-red hint reads files
-        assert base_root is not None
+    never_red = decision.rbg is not None and decision.rbg.status is Rbg.NEVER_RED
+    if never_red and base_root is not None and not gate.overlay:  # the hint reads files
         facts = replace(facts, changed_on_base=tuple(changed_on_base(gate, gate.root, base_root)))
         decision = decide(facts)
     if decision.wants_mutants and mutants > 0 and base_tree is not None:
@@ -289,18 +289,6 @@ def _records(
         if i < len(series.greens):
             greens.append(record(series.greens[i], evidence.tree, now, Where.CURRENT))
     return tuple(greens), tuple(reds)
-
-
-def _asks_what_differs(gate: Gate, decision: Decision, base_root: Path | None) -> bool:
-    """The facts the never-red hint needs are read only for a never-red gate without
-    overlay: the files its check names that differ on the base."""
-    rbg = decision.rbg
-    return (
-        base_root is not None
-        and not gate.overlay
-        and rbg is not None
-        and (rbg.status is Rbg.NEVER_RED)
-    )
 
 
 @dataclass(frozen=True)
