@@ -15,7 +15,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_vgate.evidence.defined import added_modules, added_names
 from pytest_vgate.evidence.identity import UNTRACKED, git_paths, is_left_out, left_out_below
@@ -66,14 +65,6 @@ class Change:
         """Every file with executable changed lines on either side."""
         sides = (self.head_changed, self.base_changed)
         return frozenset(p for side in sides for p, ls in side.items() if ls)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "head_changed": lines_to_json(self.head_changed),
-            "base_changed": lines_to_json(self.base_changed),
-            "inserted": sorted(self.inserted),
-            "error": self.error,
-        }
 
 
 def lines_to_json(lines: Lines) -> dict[str, list[int]]:

@@ -372,7 +372,7 @@ def private_copy(repo_top: Path, root: Path) -> BaseWorktree:
     root_real = os.path.realpath(root)
     overlay = [os.path.relpath(top / p, root_real) for p in present]
     root_rel = os.path.relpath(root_real, top)
-    tree = BaseWorktree.create(top, "HEAD", overlay, root_rel=root_rel)
+    tree = BaseWorktree.create(top, "HEAD", overlay, root_rel=root_rel, uncommitted=paths)
     for gone in sorted(set(paths) - set(present)):  # deleted in the work tree: here too
         victim = tree.path / gone
         inside = os.path.realpath(victim.parent).startswith(os.path.realpath(tree.path))
