@@ -17,17 +17,10 @@ from pytest_vgate.evidence.identity import (
     inputs_digest,
     tree_state,
 )
-from pytest_vgate.evidence.ledger import LEDGER_DIRNAME, LEDGER_FILENAME, Ledger
-from pytest_vgate.evidence.record import (
-    OUTPUT_TAIL,
-    Record,
-    make_record,
-    utc_now,
-)
+from pytest_vgate.evidence.ledger import Ledger
+from pytest_vgate.evidence.record import OUTPUT_TAIL, Record, make_record
 
 __all__ = [
-    "LEDGER_DIRNAME",
-    "LEDGER_FILENAME",
     "NOT_A_GIT_TREE",
     "NO_GIT",
     "OUTPUT_TAIL",
@@ -39,5 +32,4 @@ __all__ = [
     "inputs_digest",
     "make_record",
     "tree_state",
-    "utc_now",
 ]
