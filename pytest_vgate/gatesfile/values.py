@@ -66,7 +66,7 @@ def text(key: str, value: Any, *, nullable: bool = False) -> str:
     return value
 
 
-def gate_id(value: Any) -> str:
+def gate_id(key: str, value: Any) -> str:
     if not isinstance(value, str):
         raise BadValue(f"the gate id must be text, got {describe(value)}; e.g. `id: parser-empty`")
     if not ID_RE.fullmatch(value):
