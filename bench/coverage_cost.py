@@ -59,7 +59,7 @@ from pytest_vgate.gate import result as gate_result
 _measure_change = gate_result.measure_change
 
 
-def _settrace_only(change, side=None):
+def _settrace_only(change, side):
     return dataclasses.replace(_measure_change(change, side), engine="settrace")
 
 

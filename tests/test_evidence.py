@@ -355,7 +355,6 @@ def test_ledger_round_trip_in_the_default_location(tmp_path: Path) -> None:
     records, warnings = ledger.read()
     assert warnings == []
     assert records == [*first, rec(PASS, tree)]
-    assert ledger.read(gate_ids={"other"})[0] == [first[1]]
     assert (tmp_path / ".vgate" / ".gitignore").read_text().splitlines()[-1] == "*"
     assert len(ledger.file.read_text().splitlines()) == 3  # one JSON object per line
 
@@ -487,7 +486,7 @@ SOURCE = 'def add(a, b):\n    """Sum."""\n    total = (a +\n             b)\n   
 def test_changed_lines_are_coverage_statements(
     head: str, base_lines: set[int], head_lines: set[int]
 ) -> None:
-    assert diff_file(SOURCE, head) == (base_lines, head_lines)
+    assert diff_file(SOURCE, head)[:2] == (base_lines, head_lines)
 
 
 def test_change_between_a_base_worktree_and_the_tree(bugfix: BugFixRepo) -> None:

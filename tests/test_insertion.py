@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_vgate.evidence.change import Change, _compare
+from pytest_vgate.evidence.change import Change, diff_file
 from pytest_vgate.evidence.reach import red_reach
 from pytest_vgate.process.measure import Measured
 
@@ -38,7 +38,7 @@ GUARD = "    if n < 0:\n        raise ValueError('n must be at least 0')\n\n"
 
 
 def anchors(head: str, base: str = BASE) -> frozenset[int] | None:
-    base_lines, head_lines, found = _compare(base, head)
+    base_lines, head_lines, found = diff_file(base, head)
     assert not base_lines and head_lines  # a pure insertion
     return found
 

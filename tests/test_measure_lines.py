@@ -356,15 +356,12 @@ def test_a_change_is_measured_on_its_changed_files_per_side() -> None:
         base_changed={"a.py": frozenset({3})},
         inserted=frozenset(),
     )
-    spec = measure_change(change)
-    assert dict(spec.lines or ()) == {
-        "/base/a.py": (3,),
-        "/head/a.py": (3, 4),
-        "/base/new.py": (),
-        "/head/new.py": (1,),
-    }
-    assert set(spec.include) == {"/base/a.py", "/head/a.py", "/base/new.py", "/head/new.py"}
-    assert spec.spec_text().splitlines()[0] == "engine auto"
+    base, head = measure_change(change, "base"), measure_change(change, "head")
+    assert dict(base.lines or ()) == {"/base/a.py": (3,), "/base/new.py": ()}
+    assert dict(head.lines or ()) == {"/head/a.py": (3, 4), "/head/new.py": (1,)}
+    for spec in (base, head):
+        assert set(spec.include) == {"/base/a.py", "/head/a.py", "/base/new.py", "/head/new.py"}
+        assert spec.spec_text().splitlines()[0] == "engine auto"
 
 
 def _other_python(minor: int) -> str | None:

@@ -12,24 +12,15 @@ dead, ``git`` runs git. Only what the plugin made is ever removed.
 from __future__ import annotations
 
 from pytest_vgate.baseline.git import BaselineError, toplevel
-from pytest_vgate.baseline.holder import (
-    LOCK_NAME,
-    MARKER,
-    OWNER_NAME,
-    PREFIX,
-    cleanup_stale_worktrees,
-)
-from pytest_vgate.baseline.worktree import BaseTrees, BaseWorktree, overlay_key
+from pytest_vgate.baseline.holder import OWNER_NAME, PREFIX, cleanup_stale_worktrees
+from pytest_vgate.baseline.worktree import BaseTrees, BaseWorktree
 
 __all__ = [
-    "LOCK_NAME",
-    "MARKER",
     "OWNER_NAME",
     "PREFIX",
     "BaseTrees",
     "BaseWorktree",
     "BaselineError",
     "cleanup_stale_worktrees",
-    "overlay_key",
     "toplevel",
 ]

@@ -1,9 +1,4 @@
-"""The base worktree of ``--vgate-base``: a detached checkout with the overlay applied.
-
-The controller creates one per distinct overlay per session (``BaseTrees``) and removes
-it at the end: ``remove`` is idempotent, an ``atexit`` hook covers Ctrl-C, and every
-``create`` first removes the worktrees of sessions that died (``holder``).
-"""
+"""Making and removing base worktrees (``BaseWorktree``, one per overlay: ``BaseTrees``)."""
 
 from __future__ import annotations
 

@@ -17,27 +17,14 @@ from pytest_vgate.evidence.identity import (
     inputs_digest,
     tree_state,
 )
-from pytest_vgate.evidence.ledger import (
-    LEDGER_DIRNAME,
-    LEDGER_FILENAME,
-    Ledger,
-    LedgerWarning,
-)
-from pytest_vgate.evidence.record import (
-    OUTPUT_TAIL,
-    Record,
-    make_record,
-    utc_now,
-)
+from pytest_vgate.evidence.ledger import Ledger
+from pytest_vgate.evidence.record import OUTPUT_TAIL, Record, make_record
 
 __all__ = [
-    "LEDGER_DIRNAME",
-    "LEDGER_FILENAME",
     "NOT_A_GIT_TREE",
     "NO_GIT",
     "OUTPUT_TAIL",
     "Ledger",
-    "LedgerWarning",
     "Record",
     "TreeState",
     "claim_hash",
@@ -45,5 +32,4 @@ __all__ = [
     "inputs_digest",
     "make_record",
     "tree_state",
-    "utc_now",
 ]

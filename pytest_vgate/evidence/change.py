@@ -15,14 +15,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_vgate.evidence.defined import added_modules, added_names
-from pytest_vgate.evidence.identity import GIT_SAFE, is_left_out, left_out_below
+from pytest_vgate.evidence.identity import UNTRACKED, git_paths, is_left_out, left_out_below
 from pytest_vgate.evidence.insertion import insertion_anchors
 from pytest_vgate.evidence.mutate import definition_lines
 from pytest_vgate.paths import is_test_path
-from pytest_vgate.process import run_git
 from pytest_vgate.process.statements import Lines as Parsed
 from pytest_vgate.process.statements import executable_lines
 
@@ -68,14 +66,6 @@ class Change:
         sides = (self.head_changed, self.base_changed)
         return frozenset(p for side in sides for p, ls in side.items() if ls)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "head_changed": lines_to_json(self.head_changed),
-            "base_changed": lines_to_json(self.base_changed),
-            "inserted": sorted(self.inserted),
-            "error": self.error,
-        }
-
 
 def lines_to_json(lines: Lines) -> dict[str, list[int]]:
     return {path: sorted(ls) for path, ls in sorted(lines.items()) if ls}
@@ -101,16 +91,9 @@ def _map_parsed(changed: set[int], parsed: Parsed | None) -> frozenset[int]:
 
 def diff_file(
     base_text: str | None, head_text: str | None
-) -> tuple[frozenset[int], frozenset[int]]:
-    """(base-side, head-side) executable lines changed between two versions of a file."""
-    base_lines, head_lines, _ = _compare(base_text, head_text)
-    return base_lines, head_lines
-
-
-def _compare(
-    base_text: str | None, head_text: str | None
 ) -> tuple[frozenset[int], frozenset[int], frozenset[int] | None]:
-    """``diff_file``, plus the anchors of a pure insertion (``evidence/insertion.py``)."""
+    """(base-side, head-side) executable lines changed between two versions of a file, and
+    the anchors of a pure insertion (``evidence/insertion.py``)."""
     if base_text == head_text:
         return frozenset(), frozenset(), None
     if base_text is None:
@@ -137,13 +120,6 @@ def _compare(
     return base_side, head_side, anchors
 
 
-def _git_paths(args: list[str], cwd: Path) -> list[str] | None:
-    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=120.0)
-    if result.exit_code != 0:
-        return None
-    return [p for p in result.stdout.split("\0") if p]
-
-
 def compute_change(
     head_top: Path,
     base_top: Path,
@@ -159,10 +135,10 @@ def compute_change(
     Never raises: a git failure is a Change with ``error`` set (judged as unmeasured).
     """
     head_real, base_real = os.path.realpath(head_top), os.path.realpath(base_top)
-    diffed = _git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top)
+    diffed = git_paths(["diff", "--name-only", "-z", "--no-renames", base_sha, "--"], head_top, 120)
     if untracked is None:
-        untracked = _git_paths(["ls-files", "--others", "--exclude-standard", "-z", "--"], head_top)
-    tracked = _git_paths(["ls-files", "-z", "--"], head_top)
+        untracked = git_paths(UNTRACKED, head_top, 120)
+    tracked = git_paths(["ls-files", "-z", "--"], head_top, 120)
     if diffed is None or untracked is None or tracked is None:
         return Change(head_real, base_real, error="git could not list the changed files")
     head_changed: dict[str, frozenset[int]] = {}
@@ -177,7 +153,7 @@ def compute_change(
             continue
         base_text = _read(Path(base_real) / rel)
         head_text = _read(Path(head_real) / rel)
-        base_lines, head_lines, found = _compare(base_text, head_text)
+        base_lines, head_lines, found = diff_file(base_text, head_text)
         if base_lines:
             base_changed[rel] = base_lines
         if head_lines:

@@ -1,20 +1,11 @@
 """Does a check's answer depend on what the changed lines compute? Ask it, with mutants.
 
-Core, no pytest. ``discriminate`` takes a gate that passed now, the change and the
-changed lines its green run executed, plants mutants of that code (``evidence/mutate``)
-and runs the gate's check on each, one at a time, in a private copy of the current tree
-that this plugin makes, marks as its own and removes (a base worktree of ``HEAD`` with
-the uncommitted files copied on: the same holder, marker, lock and clean-up as the base
-of ``--vgate-base``). The user's files are never written.
-
-A mutant is **killed** when the check does not pass on it: a failure, an error, or a
-hang stopped at the gate's own timeout (labelled ``timeout``). Not killed: the check
-passes (``survived``); the mutated code itself raised (``raised-in-change``: any check
-that runs it fails, which is coverage, not testing); a non-result of the environment,
-tried twice (``unknown``). docs/discrimination.md has the rules.
-
-Mutants a batch already ran in forks of the collected head session (``gate/fork.py``)
-come in as ``Forked`` verdicts, judged by the same rules; only the rest run in the copy.
+Core, no pytest. ``discriminate`` plants mutants (``evidence/mutate``) of the changed code
+a passing gate's green run executed and runs its check on each, one at a time, in a private
+copy of the current tree (``private_copy``: a base worktree of ``HEAD``, with its holder,
+marker and clean-up): the user's files are never written. Mutants a batch already ran in
+forks of the collected head session (``gate/fork.py``) come in as ``Forked`` verdicts,
+judged by the same rules (``Outcome``; docs/discrimination.md).
 """
 
 from __future__ import annotations
@@ -25,15 +16,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_vgate.evidence.change import Change, Lines
 from pytest_vgate.evidence.defined import check_modules, is_check_file
-from pytest_vgate.evidence.identity import GIT_SAFE
+from pytest_vgate.evidence.identity import list_tree
 from pytest_vgate.evidence.mutate import FileChange, Mutant, plant, seed_of
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import Jsonable, StrEnum
-from pytest_vgate.process import run_git
 from pytest_vgate.process.measure import MEASURED_KEY, Measured, MeasureSpec
 from pytest_vgate.verdict import DEFAULT_CAUSE, Cause, Mode, Verdict
 
@@ -55,7 +45,9 @@ class Discrimination(StrEnum):
 
 
 class Outcome(StrEnum):
-    """What one mutant's run came to (the JSON report's ``mode`` of a mutant)."""
+    """What one mutant's run came to (the JSON report's ``mode`` of a mutant). Not killed:
+    the mutated code itself raised (any check running it fails: coverage, not testing), or
+    the environment gave no result, twice."""
 
     KILLED = "killed"
     TIMEOUT = "timeout"  # the check hung on it: killed at the gate's own deadline
@@ -242,15 +234,12 @@ def _forked(mutant: Mutant, forked: Forked | None) -> MutantResult | None:
     return replace(found, seconds=round(forked.seconds, 6), tests=round(forked.tests, 6))
 
 
+_OF_THE_MUTANT = ("path", "line", "kind", "operator", "before", "after", "function")
+
+
 def _result(mutant: Mutant, outcome: Outcome, how: str, why_solo: str = "") -> MutantResult:
     return MutantResult(
-        path=mutant.path,
-        line=mutant.line,
-        kind=mutant.kind,
-        operator=mutant.operator,
-        before=mutant.before,
-        after=mutant.after,
-        function=mutant.function,
+        **{name: getattr(mutant, name) for name in _OF_THE_MUTANT},
         killed=outcome in (Outcome.KILLED, Outcome.TIMEOUT),
         mode=outcome,
         how=how,
@@ -375,34 +364,18 @@ def private_copy(repo_top: Path, root: Path) -> BaseWorktree:
     from pytest_vgate.baseline import BaselineError, BaseWorktree
 
     top = Path(os.path.realpath(repo_top))
-    listed = [
-        run_git([*GIT_SAFE, *args], cwd=top, timeout=120.0)
-        for args in (
-            ["diff", "--name-only", "-z", "--no-renames", "HEAD", "--"],
-            ["ls-files", "--others", "--exclude-standard", "-z", "--"],
-        )
-    ]
-    if any(r.exit_code != 0 for r in listed):
+    listing = list_tree(top, top=top, commit="HEAD")
+    if listing is None:
         raise BaselineError("git could not list the files that differ from HEAD")
-    paths = sorted({p for r in listed for p in r.stdout.split("\0") if p})
+    paths = sorted({*listing.changed, *listing.untracked})
     present = [p for p in paths if os.path.lexists(top / p)]
     root_real = os.path.realpath(root)
     overlay = [os.path.relpath(top / p, root_real) for p in present]
     root_rel = os.path.relpath(root_real, top)
-    tree = BaseWorktree.create(top, "HEAD", overlay, root_rel=root_rel)
+    tree = BaseWorktree.create(top, "HEAD", overlay, root_rel=root_rel, uncommitted=paths)
     for gone in sorted(set(paths) - set(present)):  # deleted in the work tree: here too
         victim = tree.path / gone
         inside = os.path.realpath(victim.parent).startswith(os.path.realpath(tree.path))
         if inside and (victim.is_file() or victim.is_symlink()):
             victim.unlink()
     return tree
-
-
-def result_from(data: Mapping[str, Any] | None) -> DiscriminationResult | None:
-    """A payload's ``discrimination`` back as a result (None when absent or unreadable)."""
-    if not isinstance(data, Mapping):
-        return None
-    try:
-        return DiscriminationResult.from_dict(data)
-    except (ValueError, KeyError, TypeError):
-        return None

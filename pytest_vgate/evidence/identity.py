@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.jsonable import Jsonable
-from pytest_vgate.process import run_git
+from pytest_vgate.process import ProcessResult, run_git
 from pytest_vgate.process.regular import kind_of, open_regular
 from pytest_vgate.verdict import ToolRecord
 
@@ -38,6 +38,7 @@ CONTENT_HASH_LIMIT = 16 << 20
 _GIT_TIMEOUT = 60.0
 # Hooks never run from our git calls (a post-checkout hook must not fire in a session).
 GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.quotePath=off")
+UNTRACKED = ("ls-files", "--others", "--exclude-standard", "-z", "--")
 
 
 def _canonical(data: Any) -> bytes:
@@ -128,8 +129,13 @@ class TreeState(Jsonable):
 NO_GIT = TreeState(commit=None, dirty="", label=NOT_A_GIT_TREE, is_git=False)
 
 
-def _git_lines(args: Sequence[str], cwd: Path) -> list[str] | None:
-    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=_GIT_TIMEOUT)
+def _git(args: Sequence[str], cwd: Path, timeout: float = _GIT_TIMEOUT) -> ProcessResult:
+    return run_git([*GIT_SAFE, *args], cwd=cwd, timeout=timeout)
+
+
+def git_paths(args: Sequence[str], cwd: Path, timeout: float = _GIT_TIMEOUT) -> list[str] | None:
+    """The NUL-separated paths a ``-z`` git listing prints; None when git fails."""
+    result = _git(args, cwd, timeout)
     if result.exit_code != 0:
         return None
     return [p for p in result.stdout.split("\0") if p]
@@ -241,21 +247,17 @@ def list_tree(root: Path, *, top: Path | None = None, commit: str | None = None)
     if top is None:
         if not Path(root).is_dir():
             return None
-        found = run_git([*GIT_SAFE, "rev-parse", "--show-toplevel"], cwd=root, timeout=_GIT_TIMEOUT)
+        found = _git(["rev-parse", "--show-toplevel"], root)
         if found.exit_code != 0 or not found.stdout.strip():
             return None
         top = Path(found.stdout.strip())
-        head = run_git(
-            [*GIT_SAFE, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-            cwd=top,
-            timeout=_GIT_TIMEOUT,
-        )
+        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top)
         commit = head.stdout.strip() if head.exit_code == 0 and head.stdout.strip() else None
     if commit:
-        changed = _git_lines(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
+        changed = git_paths(["diff", "HEAD", "--name-only", "-z", "--no-renames", "--"], top)
     else:  # no commit yet: everything in the index is new
-        changed = _git_lines(["ls-files", "-z", "--"], top)
-    untracked = _git_lines(["ls-files", "--others", "--exclude-standard", "-z", "--"], top)
+        changed = git_paths(["ls-files", "-z", "--"], top)
+    untracked = git_paths(UNTRACKED, top)
     if changed is None or untracked is None:
         return None
     return Listing(top, commit, tuple(changed), tuple(untracked))
@@ -304,9 +306,7 @@ def repository_id(top: Path) -> str | None:
     every checkout. When no real root is reachable the identity is unknown (None), and
     records are bound by the commits they name alone (``proof.bind_records``).
     """
-    roots = run_git(
-        [*GIT_SAFE, "rev-list", "--max-parents=0", "HEAD"], cwd=top, timeout=_GIT_TIMEOUT
-    )
+    roots = _git(["rev-list", "--max-parents=0", "HEAD"], top)
     found = sorted(roots.stdout.split()) if roots.exit_code == 0 else []
     boundary = _shallow_boundary(top)
     real = [commit for commit in found if commit not in boundary]
@@ -315,9 +315,7 @@ def repository_id(top: Path) -> str | None:
 
 def _shallow_boundary(top: Path) -> set[str]:
     """The commits a shallow clone cut history at (``$GIT_DIR/shallow``); empty if none."""
-    where = run_git(
-        [*GIT_SAFE, "rev-parse", "--git-path", "shallow"], cwd=top, timeout=_GIT_TIMEOUT
-    )
+    where = _git(["rev-parse", "--git-path", "shallow"], top)
     if where.exit_code != 0 or not where.stdout.strip():
         return set()
     path = Path(where.stdout.strip())
@@ -334,11 +332,7 @@ def commits_here(top: Path, commits: Iterable[str]) -> tuple[set[str], set[str]]
     wanted = {c for c in commits if c and all(ch in "0123456789abcdef" for ch in c)}
     if not wanted:
         return set(), set()
-    listed = run_git(
-        [*GIT_SAFE, "rev-list", "--no-walk", "--parents", "--ignore-missing", *sorted(wanted)],
-        cwd=top,
-        timeout=_GIT_TIMEOUT,
-    )
+    listed = _git(["rev-list", "--no-walk", "--parents", "--ignore-missing", *sorted(wanted)], top)
     if listed.exit_code != 0:
         return None
     lines = [line.split() for line in listed.stdout.splitlines()]

@@ -22,13 +22,13 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 
 from pytest_vgate.errors import VgateError
+from pytest_vgate.evidence.identity import GIT_SAFE
 from pytest_vgate.gatesfile import GatesFileError, load_gates_file
 from pytest_vgate.jsonable import Jsonable
 from pytest_vgate.paths import relative
 from pytest_vgate.process import run_git
 from pytest_vgate.process.regular import read_regular
 
-_GIT = ("-c", "core.quotepath=off", "-c", "core.hooksPath=/dev/null")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128
@@ -84,7 +84,7 @@ class Change:
 
 
 def _git(args: Sequence[str], cwd: Path) -> str:
-    result = run_git([*_GIT, *args], cwd=cwd, timeout=120.0)
+    result = run_git([*GIT_SAFE, *args], cwd=cwd, timeout=120.0)
     if result.exit_code != 0:
         problem = result.spawn_error or ("timed out" if result.timed_out else "")
         raise InitError(f"`git {' '.join(args)}` failed in {cwd}: {problem or result.stderr}")
@@ -139,8 +139,6 @@ def changed_lines(where: Path, base: str) -> Change:
 
 
 _DEFINES_TEST = re.compile(r"^\s*(?:async\s+def|def|class)\s+[Tt]est")
-_OCTAL = re.compile(r"[0-3][0-7]{2}")
-_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
 def parse_diff(diff: str) -> dict[str, set[int]]:
@@ -202,23 +200,12 @@ def _diff_path(text: str) -> str | None:
 
 def _c_unquote(text: str) -> str:
     """git's C-style quoted path (``"a\\tb"``, octal bytes ``\\303\\251``) as a str."""
-    out = bytearray()
     body = text[1:-1] if text.endswith('"') and len(text) > 1 else text[1:]
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if _OCTAL.match(body, i + 1):
-                out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
-                i += 4
-                continue
-            out.extend(bytes([_C_ESCAPES[nxt]]) if nxt in _C_ESCAPES else nxt.encode())
-            i += 2
-            continue
-        out.extend(c.encode("utf-8", "surrogateescape"))
-        i += 1
-    return out.decode("utf-8", "surrogateescape")
+    try:  # the escapes git writes are Python's too; the octal ones are bytes (latin-1)
+        unescaped = body.encode("utf-8", "surrogateescape").decode("unicode_escape")
+        return unescaped.encode("latin-1").decode("utf-8", "surrogateescape")
+    except UnicodeError:  # not git's quoting (a lone trailing backslash): taken as it is
+        return body
 
 
 def is_test_file(path: str, patterns: Iterable[str]) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from pytest_vgate.evidence.mutate import functions
 from pytest_vgate.process.statements import parse
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -48,26 +49,11 @@ def insertion_anchors(
 
 
 def _functions(tree: ast.Module) -> dict[str, _Function] | None:
-    """Every function by qualified name (``Class.method``, ``outer.<locals>.inner``); None
-    when a name is defined twice (a property's setter, a definition under ``if``)."""
-    found: dict[str, _Function] = {}
-    twice = False
-
-    def walk(node: ast.AST, prefix: str) -> None:
-        nonlocal twice
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = f"{prefix}{child.name}"
-                twice = twice or name in found
-                found[name] = child
-                walk(child, f"{name}.<locals>.")
-            elif isinstance(child, ast.ClassDef):
-                walk(child, f"{prefix}{child.name}.")
-            else:
-                walk(child, prefix)
-
-    walk(tree, "")
-    return None if twice else found
+    """Every function by qualified name (``mutate.functions``); None when a name is
+    defined twice (a property's setter, a definition under ``if``)."""
+    named = list(functions(tree))
+    found = dict(named)
+    return found if len(found) == len(named) else None
 
 
 def _around(functions: dict[str, _Function], line: int) -> list[str]:

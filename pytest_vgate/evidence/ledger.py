@@ -16,7 +16,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_vgate.evidence.ledger_key import MAC_FIELD, ledger_key, record_mac, verifies
@@ -26,10 +26,6 @@ from pytest_vgate.process.regular import open_regular, read_all
 LEDGER_DIRNAME = ".vgate"
 LEDGER_FILENAME = "ledger.jsonl"
 LOCK_WAIT = 10.0  # seconds to wait for another session's lock before giving up
-
-
-class LedgerWarning(UserWarning):
-    """A degraded ledger. Its text always names the ledger path; verdicts are unaffected."""
 
 
 class Ledger:
@@ -55,12 +51,9 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.file)!r})"
 
-    def _warn(self, text: str) -> str:
-        return f"vgate ledger {self.file}: {text}"
-
     def warning(self, text: str) -> str:
         """A warning about this ledger, in the form every ledger warning takes."""
-        return self._warn(text)
+        return f"vgate ledger {self.file}: {text}"
 
     def _ensure_dir(self) -> None:
         directory = self.file.parent
@@ -79,7 +72,7 @@ class Ledger:
         try:
             key = ledger_key()
         except OSError as exc:
-            return [self._warn(f"no ledger key ({_describe(exc)}); {lost}")]
+            return [self.warning(f"no ledger key ({_describe(exc)}); {lost}")]
         try:
             objects = [r.to_dict() for r in records]
             lines = [
@@ -87,16 +80,20 @@ class Ledger:
                 for o in objects
             ]
         except (TypeError, ValueError) as exc:
-            return [self._warn(f"could not serialise {len(records)} records ({exc}); not recorded")]
+            return [
+                self.warning(f"could not serialise {len(records)} records ({exc}); not recorded")
+            ]
         payload = ("\n".join(lines) + "\n").encode("ascii")
         try:
             self._ensure_dir()
             fd = open_regular(self.file, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
-            return [self._warn(f"cannot open for append ({_describe(exc)}); {lost}")]
+            return [self.warning(f"cannot open for append ({_describe(exc)}); {lost}")]
         try:
             if not _lock(fd, fcntl.LOCK_EX, LOCK_WAIT):
-                return [self._warn(f"still locked by another session after {LOCK_WAIT:g}s; {lost}")]
+                return [
+                    self.warning(f"still locked by another session after {LOCK_WAIT:g}s; {lost}")
+                ]
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 payload = b"\n" + payload  # a torn last line stays torn, ours stay whole
@@ -106,19 +103,21 @@ class Ledger:
                 view = view[written:]
             os.fsync(fd)
         except OSError as exc:
-            return [self._warn(f"write failed ({_describe(exc)}); {lost}")]
+            return [self.warning(f"write failed ({_describe(exc)}); {lost}")]
         finally:
             os.close(fd)  # closing releases the lock
         return []
 
-    def read(self, gate_ids: Collection[str] | None = None) -> tuple[list[Record], list[str]]:
-        """All records that parse (optionally only some gates), plus warnings. Never raises."""
+    def read(self) -> tuple[list[Record], list[str]]:
+        """All records that parse, plus warnings. Never raises."""
         try:
             data = self._read_bytes()
         except FileNotFoundError:
             return [], []
         except OSError as exc:
-            return [], [self._warn(f"cannot read ({_describe(exc)}); no earlier evidence is used")]
+            return [], [
+                self.warning(f"cannot read ({_describe(exc)}); no earlier evidence is used")
+            ]
         try:
             key: bytes | None = ledger_key()
         except OSError as exc:
@@ -133,8 +132,6 @@ class Ledger:
                 continue
             try:
                 obj = json.loads(raw.decode("utf-8"))
-                if gate_ids is not None and obj.get("gate_id") not in gate_ids:
-                    continue
                 record = Record.from_dict({k: v for k, v in obj.items() if k != MAC_FIELD})
                 if key is None or not verifies(key, obj):
                     forged += 1
@@ -147,14 +144,14 @@ class Ledger:
         if forged:
             why = f"no ledger key ({no_key})" if key is None else "their MAC does not verify"
             warnings.append(
-                self._warn(
+                self.warning(
                     f"ignored {forged} record(s): {why} (written by hand, by another user, "
                     "or with another key); they prove nothing"
                 )
             )
         if bad:
             warnings.append(
-                self._warn(
+                self.warning(
                     f"skipped {len(bad)} unreadable line(s) ({first_problem}); the "
                     f"{len(records)} records that parse are used"
                 )

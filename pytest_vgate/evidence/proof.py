@@ -1,10 +1,6 @@
-"""What one process knows for red before green: the session's evidence and a gate's runs.
-
-Pure core. ``Evidence`` is what one process knows about a gates root for the whole
-session (its tree, the ledger's earlier records bound to this repository, the base trees
-and the change against each); ``Series`` holds a gate's runs of this session; the files a
-check names that the base lacks or holds otherwise are facts for the verdict
-(``gate/decide.py`` decides).
+"""What one process knows for red before green: the session's evidence (``Evidence``), a
+gate's runs (``Series``) and the files its check names that the base lacks or holds
+otherwise. Pure core; ``gate/decide.py`` decides.
 """
 
 from __future__ import annotations

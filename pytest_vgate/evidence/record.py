@@ -26,9 +26,6 @@ class Where(StrEnum):
     BASE = "base"
 
 
-WHERE = tuple(w.value for w in Where)
-
-
 def utc_now() -> str:
     """The current time as the ledger writes it: UTC ISO 8601 with a ``Z``."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)  # isoformat: strftime's text, faster
@@ -133,8 +130,6 @@ def make_record(
     ``judged`` (genuine red or not, and why) from the verdict's rules
     (``gate/decide.py::is_genuine_red``, which reads the whole output: the record keeps
     only its tail)."""
-    if where not in WHERE:
-        raise ValueError(f"where must be one of {WHERE}, not {where!r}")
     genuine, reason = judged
     return Record(
         gate_id=gate.id,

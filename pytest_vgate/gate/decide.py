@@ -280,12 +280,9 @@ def _flaky(facts: Facts) -> RbgResult:
     if facts.reds:
         parts.insert(0, f"red on the base: {pattern(facts.reds)}")
     early = " (stopped at the first disagreement)" if len(facts.greens) < facts.repeat else ""
-    return RbgResult(
+    return _broken(
         Rbg.FLAKY,
-        ok=False,
-        reason=f"repeated runs disagree{early}: {'; '.join(parts)}; a flaky check proves nothing",
-        mode=Mode.FAIL,
-        cause=Cause.BROKEN_TEST,
+        f"repeated runs disagree{early}: {'; '.join(parts)}; a flaky check proves nothing",
     )
 
 
@@ -309,15 +306,11 @@ def _regression(current: Record, base: Record | None) -> RbgResult:
     if base is None or base.ok:
         on = " and on the base" if base is not None else ""
         return RbgResult(Rbg.REGRESSION, ok=True, reason=f"regression gate: passes now{on}")
-    return RbgResult(
+    return _broken(
         Rbg.REGRESSION,
-        ok=False,
-        reason=(
-            f"regression gate (red: not-required) but it fails on the base ({_describe(base)}: "
-            f"{base.red_reason}); it must pass on both, or declare it red: required"
-        ),
-        mode=Mode.FAIL,
-        cause=_weak_cause(base),
+        f"regression gate (red: not-required) but it fails on the base ({_describe(base)}: "
+        f"{base.red_reason}); it must pass on both, or declare it red: required",
+        _weak_cause(base),
     )
 
 
@@ -326,32 +319,18 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
     skipped = skipped_only(output_of(base.stdout, base.stderr)) if base.ok else None
     if skipped is not None:
         why = f": {skipped}" if skipped else " (it printed no reason; `-rs` shows pytest's)"
-        return RbgResult(
+        return _broken(
             Rbg.WEAK_RED,
-            ok=False,
-            reason=(
-                f"skipped on the base{why}; a skip is no answer: make the test run there "
-                "(carry what it needs with `overlay:`), or declare it `red: not-required`"
-            ),
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
+            f"skipped on the base{why}; a skip is no answer: make the test run there "
+            "(carry what it needs with `overlay:`), or declare it `red: not-required`",
         )
     if base.ok:
-        return RbgResult(
-            Rbg.NEVER_RED,
-            ok=False,
-            reason="the check passes on the base too: it cannot tell the change apart",
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
+        return _broken(
+            Rbg.NEVER_RED, "the check passes on the base too: it cannot tell the change apart"
         )
     genuine, why = _judge(base, gate)
     if genuine:
-        return RbgResult(
-            Rbg.PROVEN,
-            ok=True,
-            reason=f"red on the base ({_describe(base)}), green now",
-            red_evidence=base,
-        )
+        return _proven(f"red on the base ({_describe(base)}), green now", base)
     hint = ""
     missing = base.exit_code in (4, 5) and runs_pytest(gate.argv)
     if not gate.overlay and (missing or why == UNITTEST_NOT_RED):
@@ -359,12 +338,10 @@ def _with_base(gate: Gate, base: Record) -> RbgResult:
             "; if the test is new in this change, carry it onto the base with "
             "`overlay: [tests/]` (the test files that encode the requirement)"
         )
-    return RbgResult(
+    return _broken(
         Rbg.WEAK_RED,
-        ok=False,
-        reason=f"red on the base for the wrong reason: {why}{hint}",
-        mode=Mode.FAIL,
-        cause=_weak_cause(base),
+        f"red on the base for the wrong reason: {why}{hint}",
+        _weak_cause(base),
     )
 
 
@@ -411,12 +388,7 @@ def _from_history(
     note = "".join(f"; {n} red record(s) ignored: {why}" for why, n in ignored.items())
     if genuine_same:
         red = max(genuine_same, key=lambda r: r.time)
-        return RbgResult(
-            Rbg.PROVEN,
-            ok=True,
-            reason=f"red earlier ({_describe(red)}), green now",
-            red_evidence=red,
-        )
+        return _proven(f"red earlier ({_describe(red)}), green now", red)
     if genuine_other_claim:
         red = max(genuine_other_claim, key=lambda r: r.time)
         return RbgResult(
@@ -439,18 +411,16 @@ def _from_history(
     else:
         status, text = Rbg.UNPROVEN, "no red evidence in the ledger"
     if require_red:
-        return RbgResult(
-            status,
-            ok=False,
-            reason=f"{text}{note}; --vgate-require-red needs a genuine red first",
-            mode=Mode.FAIL,
-            cause=Cause.BROKEN_TEST,
-        )
+        return _broken(status, f"{text}{note}; --vgate-require-red needs a genuine red first")
     return RbgResult(status, ok=True, reason=f"{text}{note}; passes as unproven")
 
 
-def _broken(status: Rbg, reason: str) -> RbgResult:
-    return RbgResult(status, ok=False, reason=reason, mode=Mode.FAIL, cause=Cause.BROKEN_TEST)
+def _proven(reason: str, red: Record) -> RbgResult:
+    return RbgResult(Rbg.PROVEN, ok=True, reason=reason, red_evidence=red)
+
+
+def _broken(status: Rbg, reason: str, cause: Cause = Cause.BROKEN_TEST) -> RbgResult:
+    return RbgResult(status, ok=False, reason=reason, mode=Mode.FAIL, cause=cause)
 
 
 def _judge_execution(
@@ -534,12 +504,7 @@ def _missing_feature(
     line = missing_defined(text, coverage.change.defined)
     if not line:
         return result
-    return RbgResult(
-        Rbg.PROVEN,
-        ok=True,
-        reason=f"red on the base because the feature is missing there ({line}), green now",
-        red_evidence=red,
-    )
+    return _proven(f"red on the base because the feature is missing there ({line}), green now", red)
 
 
 def _fixed_hang(
@@ -579,15 +544,11 @@ def _fixed_hang(
         )
     else:
         return result
-    return RbgResult(
-        Rbg.PROVEN,
-        ok=True,
-        reason=(
-            f"red on the base because it hung in the changed code: its run was still "
-            f"executing it ({where}) when its deadline killed it, and the check passes now: "
-            "the change removed a hang"
-        ),
-        red_evidence=red,
+    return _proven(
+        f"red on the base because it hung in the changed code: its run was still "
+        f"executing it ({where}) when its deadline killed it, and the check passes now: "
+        "the change removed a hang",
+        red,
     )
 
 

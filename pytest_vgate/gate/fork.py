@@ -29,13 +29,12 @@ from pytest_vgate.evidence.discriminate import Forked, executed_files, mutant_ke
 from pytest_vgate.evidence.mutate import Mutant, functions, plant, seed_of
 from pytest_vgate.evidence.reach import green_reach
 from pytest_vgate.gate.batch import BatchRun, Nodes, Planner, Record, solo_output
+from pytest_vgate.gate.result import BASE_FACTOR, BASE_MARGIN
 from pytest_vgate.gate.runner import verdict_from_process
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.gatesfile.model import RedPolicy
 from pytest_vgate.process import ProcessResult
 from pytest_vgate.verdict import Verdict
-
-FACTOR, MARGIN = 3.0, 2.0  # a mutant's deadline from its nodes' green time (base_deadline's)
 
 
 def planner(gates: Sequence[Gate], ctx: RunContext, change: Change, limit: int) -> Planner:
@@ -135,7 +134,9 @@ class _Plan:
     def deadline(self, gate: Gate, nodes: Sequence[str]) -> float:
         ran = self.read.ran
         green = sum(float(r.get("duration", 0.0)) for n in nodes for r in ran[n].reports)
-        return round(min(max(FACTOR * green, green + MARGIN), gate_timeout(gate, self.ctx)), 3)
+        return round(
+            min(max(BASE_FACTOR * green, green + BASE_MARGIN), gate_timeout(gate, self.ctx)), 3
+        )
 
 
 def _lines(text: str, swap: Mapping[str, Any]) -> str:

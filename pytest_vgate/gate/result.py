@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from pytest_vgate.evidence.discriminate import (
     private_copy,
     report_lines,
 )
-from pytest_vgate.evidence.identity import content_digest, inputs_digest
+from pytest_vgate.evidence.identity import TreeState, content_digest, inputs_digest
 from pytest_vgate.evidence.proof import Evidence, Series, changed_on_base, missing_on_base
 from pytest_vgate.evidence.reach import (
     CoverageResult,
@@ -35,7 +36,7 @@ from pytest_vgate.evidence.reach import (
 )
 from pytest_vgate.evidence.record import Record, Where, make_record
 from pytest_vgate.evidence.why import explain
-from pytest_vgate.gate.decide import Decision, Facts, decide, is_genuine_red, runs_disagree
+from pytest_vgate.gate.decide import Facts, decide, is_genuine_red, runs_disagree
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate
 from pytest_vgate.gatesfile.kinds import kind_of
@@ -219,8 +220,8 @@ def evaluate_gate(
         strict=strict,
     )
     decision = decide(facts)
-    if _asks_what_differs(gate, decision, base_root):  # the never-red hint reads files
-        assert base_root is not None
+    never_red = decision.rbg is not None and decision.rbg.status is Rbg.NEVER_RED
+    if never_red and base_root is not None and not gate.overlay:  # the hint reads files
         facts = replace(facts, changed_on_base=tuple(changed_on_base(gate, gate.root, base_root)))
         decision = decide(facts)
     if decision.wants_mutants and mutants > 0 and base_tree is not None:
@@ -263,53 +264,31 @@ def _records(
     extras = list(run_extra)
     greens: list[Record] = []
     reds: list[Record] = []
+
+    def record(run: Verdict, tree: TreeState, digests: tuple[str, str], where: Where) -> Record:
+        return make_record(
+            gate,
+            run,
+            tree=tree,
+            inputs_digest=digests[1],
+            where=where,
+            base_ref=evidence.base_ref if where is Where.BASE else None,
+            content=digests[0],
+            judged=is_genuine_red(run, gate),
+            extra=extras.pop(0) if extras else None,
+        )
+
     now = (content_digest(gate, gate.root), inputs_digest(gate.root, gate.inputs))
     then = ("", "")
     if base_root is not None:
         then = (content_digest(gate, base_root), inputs_digest(base_root, gate.inputs))
     for i in range(max(len(series.greens), len(series.reds))):
         if i < len(series.reds) and base_root is not None:
-            run = series.reds[i]
-            reds.append(
-                make_record(
-                    gate,
-                    run,
-                    tree=evidence.base_tree(base_root, base_tree),
-                    inputs_digest=then[1],
-                    where=Where.BASE,
-                    base_ref=evidence.base_ref,
-                    content=then[0],
-                    judged=is_genuine_red(run, gate),
-                    extra=extras.pop(0) if extras else None,
-                )
-            )
+            tree = evidence.base_tree(base_root, base_tree)
+            reds.append(record(series.reds[i], tree, then, Where.BASE))
         if i < len(series.greens):
-            run = series.greens[i]
-            greens.append(
-                make_record(
-                    gate,
-                    run,
-                    tree=evidence.tree,
-                    inputs_digest=now[1],
-                    where=Where.CURRENT,
-                    content=now[0],
-                    judged=is_genuine_red(run, gate),
-                    extra=extras.pop(0) if extras else None,
-                )
-            )
+            greens.append(record(series.greens[i], evidence.tree, now, Where.CURRENT))
     return tuple(greens), tuple(reds)
-
-
-def _asks_what_differs(gate: Gate, decision: Decision, base_root: Path | None) -> bool:
-    """The facts the never-red hint needs are read only for a never-red gate without
-    overlay: the files its check names that differ on the base."""
-    rbg = decision.rbg
-    return (
-        base_root is not None
-        and not gate.overlay
-        and rbg is not None
-        and (rbg.status is Rbg.NEVER_RED)
-    )
 
 
 @dataclass(frozen=True)
@@ -425,29 +404,25 @@ def _mutants(
     )
 
 
-def measure_change(change: Change, side: str | None = None) -> MeasureSpec:
+def measure_change(change: Change, side: str) -> MeasureSpec:
     """Record only the changed files, on both trees: all the judgment needs (a base run
     executing the current tree's changed files is what contamination is), and the cheapest
     to trace. ``lines``: the changed lines the judgment asks about, of the ``side`` the run
-    is on (``base`` or ``head``; both when None, with the statements of the functions a
-    pure insertion went into); ``any_of``, on the base: those statements, of which one is
-    enough. Once all of them ran, an engine may stop tracing (files are still recorded as
-    they start)."""
+    is on (``base`` or ``head``); ``any_of``, on the base: the statements of the functions a
+    pure insertion went into, of which one is enough. Once all of them ran, an engine may
+    stop tracing (files are still recorded as they start)."""
     files = sorted(change.files | change.inserted)
     lines: dict[str, tuple[int, ...]] = {}
     any_of: dict[str, tuple[int, ...]] = {}
     for rel in files:
-        base, head = os.path.join(change.base_top, rel), os.path.join(change.head_top, rel)
-        anchors = change.anchors.get(rel, frozenset())
-        changed = change.base_changed.get(rel, frozenset())
-        if side is None:
-            lines[base] = tuple(sorted(changed | anchors))
-        elif side == "base":
-            lines[base] = tuple(sorted(changed))
-            if rel in change.inserted and anchors:
-                any_of[base] = tuple(sorted(anchors))
-        if side in (None, "head"):
+        if side == "head":
+            head = os.path.join(change.head_top, rel)
             lines[head] = tuple(sorted(change.head_changed.get(rel, frozenset())))
+            continue
+        base = os.path.join(change.base_top, rel)
+        lines[base] = tuple(sorted(change.base_changed.get(rel, frozenset())))
+        if rel in change.inserted and change.anchors.get(rel):
+            any_of[base] = tuple(sorted(change.anchors[rel]))
     return MeasureSpec(
         tuple(os.path.join(top, f) for f in files for top in (change.base_top, change.head_top)),
         lines=tuple(sorted(lines.items())),
@@ -522,7 +497,7 @@ def format_report(result: GateResult) -> str:
     if gate.claim:
         lines.append(f"claim:    {gate.claim}")
     if gate.argv:
-        lines.append(f"command:  {_argv_text(gate.argv)}")
+        lines.append(f"command:  {shlex.join(gate.argv)}")
     if v.detail:
         lines.append(f"detail:   {v.detail}")
     if gate.argv:
@@ -574,12 +549,6 @@ def _coverage_lines(result: GateResult) -> list[str]:
         elif reach is not None and not reach.measured:
             lines.append(f"  {name}: not measured")
     return lines
-
-
-def _argv_text(argv: Sequence[str]) -> str:
-    import shlex
-
-    return shlex.join(argv)
 
 
 def _isolation(verdict: Verdict) -> str | None:

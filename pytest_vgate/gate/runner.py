@@ -26,7 +26,7 @@ from pytest_vgate.process import ProcessResult, SpawnTarget, bytecode, run_proce
 from pytest_vgate.process.cell import build_env, check_cell
 from pytest_vgate.process.measure import MEASURED_KEY, Measured
 from pytest_vgate.process.measure import start as start_measuring
-from pytest_vgate.process.tools import ToolInventory, pinned_tools, toolchain_bin
+from pytest_vgate.process.tools import ToolCheck, ToolInventory, pinned_tools, toolchain_bin
 from pytest_vgate.verdict import ISOLATION_KEY, Cause, Mode, ToolRecord, Verdict
 
 if TYPE_CHECKING:
@@ -140,16 +140,7 @@ def run_command(gate: Gate, ctx: RunContext) -> Verdict:
             )
         return Verdict.failed(Mode.UNAVAILABLE, check.message, command=gate.argv)
     if not check.ok or check.entry.path is None:
-        return Verdict.failed(
-            Mode.SANDBOX,
-            f"tool {tool_id!r} changed since the inventory was taken; not executed: "
-            f"{check.message}",
-            command=gate.argv,
-            extra={
-                "expected_sha256": check.expected_sha256,
-                "found_sha256": check.found_sha256,
-            },
-        )
+        return _changed(check, f"tool {tool_id!r}", "not executed", gate.argv)
     record = check.entry.record()
     argv = (check.entry.path, *gate.argv[1:])
     # The other declared tools, which the check may start through sh, env or a script:
@@ -217,17 +208,19 @@ def _moved(inventory: ToolInventory, ids: Sequence[str], command: Sequence[str])
             continue  # not found at all: only a check that starts it notices
         check = inventory.verify(tool_id)
         if not check.ok:
-            return Verdict.failed(
-                Mode.SANDBOX,
-                f"declared tool {tool_id!r} changed since the inventory was taken; the "
-                f"check's answer is not taken: {check.message}",
-                command=tuple(command),
-                extra={
-                    "expected_sha256": check.expected_sha256,
-                    "found_sha256": check.found_sha256,
-                },
-            )
+            what = f"declared tool {tool_id!r}"
+            return _changed(check, what, "the check's answer is not taken", command)
     return None
+
+
+def _changed(check: ToolCheck, what: str, so: str, command: Sequence[str]) -> Verdict:
+    """``sandbox``: a tool's bytes are not those of the inventory."""
+    return Verdict.failed(
+        Mode.SANDBOX,
+        f"{what} changed since the inventory was taken; {so}: {check.message}",
+        command=tuple(command),
+        extra={"expected_sha256": check.expected_sha256, "found_sha256": check.found_sha256},
+    )
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,12 +1,8 @@
 """What one session keeps between checks and gives back at its end: ``SessionState``.
 
-The pytest layer opens one per config (``plugin.session.STATE`` in ``config.stash``) at
-configure and closes it at unconfigure; checks reach it through ``RunContext.cells`` and
-``RunContext.zygotes``. A library caller opens its own, or passes none (each check then
-gets a fresh cell). ``close`` removes the idle cells of its pool, stops the verifier
-zygotes (and the spare child each keeps ready) and the idle shepherds of this process, and
-forgets the folders it resolved: nothing it made outlives the session, and a second
-session in the same process starts from nothing. It never touches what it did not make.
+The pytest layer opens one per config (``plugin.session.STATE``) and closes it at
+unconfigure; a library caller opens its own, or passes none (each check then gets a fresh
+cell). Nothing it made outlives the session; it never touches what it did not make.
 """
 
 from __future__ import annotations

@@ -29,33 +29,23 @@ class GateKind:
     runs_argv: bool = False  # `check` is a command line: split with shlex, argv[0] a tool
     judgment: bool = False  # answered by a judge, never re-executed
     red_exit: bool = True  # its runs end in an exit code that `red_exit` can match
-    required: Mapping[str, str] = field(
-        default_factory=lambda: _NO_KEYS
-    )  # gate key -> message when it is missing
-    refused: Mapping[str, str] = field(
-        default_factory=lambda: _NO_KEYS
-    )  # gate key -> message when it is given
+    # gate key -> the message when it is missing (required) or given (refused)
+    required: Mapping[str, str] = field(default_factory=lambda: _NO_KEYS)
+    refused: Mapping[str, str] = field(default_factory=lambda: _NO_KEYS)
     base_hint: str = ""  # what to do when its base run did not answer (why.py)
 
 
+_RUNNER = "pytest_vgate.gate.runner"
 _NO_VERIFIERS = MappingProxyType(
     {"verifiers": "verifiers run only in a `type: python` gate; set `type: python` or remove them"}
 )
 
 KINDS: Mapping[GateType, GateKind] = MappingProxyType(
     {
-        GateType.COMMAND: GateKind(
-            GateType.COMMAND,
-            run="pytest_vgate.gate.runner:run_command",
-            runs_argv=True,
-            refused=_NO_VERIFIERS,
-        ),
-        GateType.CODE: GateKind(
-            GateType.CODE,
-            run="pytest_vgate.gate.runner:run_command",
-            runs_argv=True,
-            refused=_NO_VERIFIERS,
-        ),
+        **{
+            t: GateKind(t, run=f"{_RUNNER}:run_command", runs_argv=True, refused=_NO_VERIFIERS)
+            for t in (GateType.COMMAND, GateType.CODE)
+        },
         GateType.PYTHON: GateKind(
             GateType.PYTHON,
             run="pytest_vgate.verifiers:run_verifier_refs",
@@ -77,18 +67,10 @@ KINDS: Mapping[GateType, GateKind] = MappingProxyType(
                 "with `Outcome.failed(...)` when the change is missing, not raise."
             ),
         ),
-        GateType.SEMANTIC: GateKind(
-            GateType.SEMANTIC,
-            run="pytest_vgate.gate.runner:run_judgment",
-            judgment=True,
-            refused=_NO_VERIFIERS,
-        ),
-        GateType.SELF_REVIEW: GateKind(
-            GateType.SELF_REVIEW,
-            run="pytest_vgate.gate.runner:run_judgment",
-            judgment=True,
-            refused=_NO_VERIFIERS,
-        ),
+        **{
+            t: GateKind(t, run=f"{_RUNNER}:run_judgment", judgment=True, refused=_NO_VERIFIERS)
+            for t in (GateType.SEMANTIC, GateType.SELF_REVIEW)
+        },
     }
 )
 

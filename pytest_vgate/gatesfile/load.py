@@ -378,10 +378,7 @@ def _build_gate(
     for key in data:
         canonical = _SAME_VALUE.get(key, key)
         if canonical == "id":
-            try:
-                parsed["id"] = values.gate_id(data["id"])
-            except values.BadValue as exc:
-                where.bad_value("id", exc)
+            parsed["id"] = where.parse(key, values.gate_id)
         elif canonical in _COMMON:
             own[canonical] = _COMMON[canonical](where, key)
         elif canonical == "type":

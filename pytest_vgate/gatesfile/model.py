@@ -99,26 +99,9 @@ class GatesFileError(VgateError):
 
 TOP_LEVEL_KEYS = frozenset({"root", "defaults", "gates", "citations"})
 DEFAULT_KEYS = frozenset({"timeout", "env", "tools", "expect", "cwd", "red"})
-GATE_KEYS = frozenset(
-    {
-        "id",
-        "type",
-        "claim",
-        "check",
-        "expect",
-        "timeout",
-        "cwd",
-        "env",
-        "tools",
-        "red",
-        "red_exit",
-        "overlay",
-        "inputs",
-        "stale_at",
-        "verifier",
-        "verifiers",
-    }
-)
+# The keys no `defaults` gives, and those it may give a gate.
+_OWN_KEYS = ("id", "type", "claim", "check", "red_exit", "overlay", "inputs", "stale_at")
+GATE_KEYS = DEFAULT_KEYS | frozenset((*_OWN_KEYS, "verifier", "verifiers"))
 ALIASES: Mapping[str, str] = MappingProxyType(
     {
         "verification_type": "type",

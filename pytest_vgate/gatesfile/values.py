@@ -66,7 +66,7 @@ def text(key: str, value: Any, *, nullable: bool = False) -> str:
     return value
 
 
-def gate_id(value: Any) -> str:
+def gate_id(key: str, value: Any) -> str:
     if not isinstance(value, str):
         raise BadValue(f"the gate id must be text, got {describe(value)}; e.g. `id: parser-empty`")
     if not ID_RE.fullmatch(value):
@@ -302,21 +302,17 @@ def env(key: str, value: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str], .
 def _env_names(key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise BadValue(f"`{key}` must be a list of variable names, got {describe(value)}")
-    result: list[str] = []
-    for index, item in enumerate(value):
-        _env_name(key, item, _item_line(value, index))
-        if item not in result:
-            result.append(item)
-    return tuple(result)
+    return _unique_items(key, value, _env_name)
 
 
-def _env_name(key: str, name: Any, line: int | None) -> None:
+def _env_name(key: str, name: Any, line: int | None) -> str:
     if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
         raise BadValue(
             f"`{key}` entry {describe(name)} is not a variable name; use letters, digits and "
             "`_`, not starting with a digit (e.g. HOME, LANG)",
             line,
         )
+    return name
 
 
 def stale_at(key: str, value: Any) -> str | None:

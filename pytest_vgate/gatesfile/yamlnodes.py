@@ -4,12 +4,8 @@ Why not ``yaml.safe_load``: it forgets positions (a gates-file error must name F
 silently keeps the last of two duplicate keys, and expands merge keys and aliases in a way
 that lets a small hostile file grow without bound. Here the composed node tree is walked
 once, each node converted at most once, so aliases cost nothing and cycles are refused.
-The tree is composed by libyaml (``CSafeLoader``; docs/performance.md) when it is available and
-bounds nesting; otherwise by PyYAML's pure-Python loader. Both give the same data, lines
-and error lines; the pure reader's character check runs first, so that error is the same.
-An escape in a double-quoted string that names no character (a lone surrogate such as
-``"\\ud800"``, or a code point above U+10FFFF) is refused by libyaml while the pure loader
-keeps or crashes on it: both end in the same ``_bad_escape`` error, line and key.
+The tree is composed by libyaml (``_loader_class``; docs/performance.md) or PyYAML's
+pure-Python loader: both give the same data, lines and errors (``load_yaml``).
 """
 
 from __future__ import annotations
@@ -107,6 +103,11 @@ def _line(node: yaml.Node) -> int:
     return line + 1
 
 
+def _check_tag(node: yaml.Node, tag: str) -> None:
+    if node.tag != tag:
+        raise YamlError(f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node))
+
+
 def load_yaml(text: str, *, pure: bool = False) -> Any:
     """Parse one YAML document into plain data (LocatedMap/LocatedList); None when empty.
 
@@ -161,11 +162,9 @@ def _escape_message(key: str | None, escape: str) -> str:
 
 
 def _refuse_bad_escapes(root: yaml.Node, text: str) -> None:
-    """Raise YamlError at the first double-quoted scalar whose escapes name no character.
-
-    Walks the node tree once (aliases visited once); ``key`` is the mapping key the
-    scalar belongs to, so the error names it as any other gates-file error does.
-    """
+    """Raise YamlError at the first double-quoted scalar whose escapes name no character
+    (a lone surrogate, or above U+10FFFF: the pure loader keeps or crashes on what libyaml
+    refuses), naming the mapping key it belongs to as any other gates-file error does."""
     seen: set[int] = set()
     pending: list[tuple[yaml.Node, str | None]] = [(root, None)]
     while pending:
@@ -244,10 +243,7 @@ class _Walker:
             ) from None
 
     def _sequence(self, node: yaml.SequenceNode) -> LocatedList:
-        if node.tag != _SEQ_TAG:
-            raise YamlError(
-                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
-            )
+        _check_tag(node, _SEQ_TAG)
         result = LocatedList(_line(node))
         lines = result.item_lines
         for item in node.value:
@@ -256,10 +252,7 @@ class _Walker:
         return result
 
     def _mapping(self, node: yaml.MappingNode) -> LocatedMap:
-        if node.tag != _MAP_TAG:
-            raise YamlError(
-                f"the YAML tag {node.tag!r} is not allowed here; remove it", _line(node)
-            )
+        _check_tag(node, _MAP_TAG)
         result = LocatedMap(_line(node))
         key_lines, value_lines = result.key_lines, result.value_lines
         merged: list[LocatedMap] = []
