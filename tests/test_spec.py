@@ -1069,9 +1069,11 @@ def test_libyaml_and_pure_loader_agree_on_block_documents(text: str) -> None:
     Tabs are left out: on a value of only a tab (``id: \t``) PyYAML's pure loader refuses
     what libyaml reads, and on broken documents the two may name different lines. So are
     tags: a bare ``!`` (the non-specific tag) is ``""`` to libyaml and None to the pure
-    loader.
+    loader. So is a comment glued to a block scalar's header (``check: |#x``): libyaml reads
+    an empty scalar (a ``blank`` gate), the pure loader a syntax error; either fails.
     """
     assume("\t" not in text and "!" not in text)
+    assume(not re.search(r"[|>][-+0-9]*#", text))
     fast, pure = both_loaders(text)
     if not (isinstance(fast, tuple) and fast[:1] == ("error",)):
         assert fast == pure
