@@ -24,11 +24,12 @@ from helpers.batch_repo import (
     pytest_gate,
     session,
 )
+from helpers.measure import include_for
 
 from pytest_vgate.context import RunContext
 from pytest_vgate.gate.batch import attribute, pytest_call, run_batch
 from pytest_vgate.gatesfile import gate_from_mapping
-from pytest_vgate.process.measure import MEASURED_KEY, include_for
+from pytest_vgate.process.measure import MEASURED_KEY
 
 SLOW_BOUND = 1800  # seconds: two sessions of several gates, a hang bound only
 BATCHED = "in a batch of"  # what a verdict taken from a batch says in its output

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.measure import include_for
 
 from pytest_vgate.context import RunContext
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import gate_from_mapping
-from pytest_vgate.process.measure import MEASURED_KEY, Measured, _read, include_for
+from pytest_vgate.process.measure import MEASURED_KEY, Measured, _read
 
 PY = shlex.quote(sys.executable)
 

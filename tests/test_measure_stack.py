@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.measure import include_for
 
 from pytest_vgate.context import RunContext
 from pytest_vgate.evidence import TreeState, make_record
@@ -18,7 +19,7 @@ from pytest_vgate.evidence.reach import RunReach, in_change, innermost, red_reac
 from pytest_vgate.gate.decide import Facts, RbgResult, decide, is_genuine_red
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import Gate, gate_from_mapping
-from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
+from pytest_vgate.process.measure import MEASURED_KEY, Measured
 from pytest_vgate.process.stack import Frame, parse_dump
 from pytest_vgate.verdict import Cause, Mode, Rbg, Verdict
 

@@ -17,11 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers.measure import include_for
 
 from pytest_vgate.context import RunContext
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import gate_from_mapping
-from pytest_vgate.process.measure import MEASURED_KEY, Measured, include_for
+from pytest_vgate.process.measure import MEASURED_KEY, Measured
 from pytest_vgate.verdict import Mode
 
 PY = shlex.quote(sys.executable)

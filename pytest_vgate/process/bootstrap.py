@@ -1,54 +1,22 @@
 """Measure what a check's Python process executes, without the check seeing it.
 
 Copied as ``sitecustomize.py`` into a private folder that ``measure.start`` puts first on
-the check's ``PYTHONPATH``, so every Python process of the check runs it at startup
-(``python -m pytest``, scripts, ``pytest.main``, subprocesses that inherit the
-environment). It runs inside the check's own interpreter, any CPython from 3.8, and uses
-only what every interpreter has loaded by then (``sys``, ``os``): importing anything else
-would show in the check's ``sys.modules``. For the same reason this module has no
-``from __future__ import annotations`` (that loads the ``__future__`` module): its
-annotations are strings, and its type-only imports sit under a false ``TYPE_CHECKING``.
+the check's ``PYTHONPATH``, so every Python process of the check runs it at startup. It
+runs inside the check's own interpreter, any CPython from 3.8, and uses only ``sys`` and
+``os``: importing anything else would show in the check's ``sys.modules``. For the same
+reason there is no ``from __future__ import annotations``: annotations are strings, and
+type-only imports sit under a false ``TYPE_CHECKING``.
 
-Nothing of the check is rewritten. The interpreter's own hooks report execution:
-
-- Python 3.12+: a ``sys.monitoring`` tool of our own (``TOOL_IDS``, beside coverage.py's
-  id 1), ``PY_START`` for every code object and ``LINE`` only for the measured files' code;
-  every callback returns ``DISABLE``, so each location reports once;
-- before 3.12: coverage.py's C tracer (``_c_module``: loaded from a copy, out of
-  ``sys.modules``), which calls back (``_Lines``) only for the measured files' frames, or
-  without it a Python ``sys.settrace`` tracer; in the main thread only from the moment a
-  measured file's code is executed or compiled (no line of it can run before), in new
-  threads from their start. Another tracer set later (coverage.py's, a debugger's)
-  replaces it: the process then reports that it could not share the tracer, and its run
-  is ``unmeasured``.
-
-What this process cannot see is reported, never guessed: a Python process it starts with
-an environment that drops the measurement (``env={}`` as tox and nox do, a replaced
-``PYTHONPATH``, ``python -I``/``-E``/``-S``) names itself in the data.
+The engines (a ``sys.monitoring`` tool on 3.12+, coverage.py's C tracer or a
+``sys.settrace`` tracer before), what stays invisible to the check, the stack sample at a
+base run's deadline and what is reported as not measured are described in
+docs/red-before-green.md ("How a run is measured").
 
 Records go to ``lines.<pid>.<random>`` in the run's folder the moment they happen (open,
-append, close: nothing is lost at ``os._exit`` or a kill, and a check that closes file
-descriptors never gets a record in one of its files): ``s ENGINE EXE`` when measuring
+append, close: nothing is lost at ``os._exit`` or a kill): ``s ENGINE EXE`` when measuring
 starts, ``p N PATH`` when a measured file first runs, ``l N LINE`` for each line once,
-``x WHY`` for what could not be measured (texts hex-encoded), and ``w WHY`` for why there
-is no stack sample (below). Afterwards the folder leaves ``sys.path`` and
-``sitecustomize`` is the one the check would have had (or none), and every function left
-running here carries the file name ``CODE_NAME``, which coverage.py and tracebacks treat
-as no file at all.
-
-A base run may also ask for a **stack sample** at its deadline (``sample AT`` in the spec:
-``time.monotonic()`` shortly before the kill). The process arms faulthandler's watchdog,
-a C thread that Python code never sees (not in ``threading.enumerate()``, no signal
-handler, no name), to dump every thread's stack into ``stack.<pid>.<random>`` at that
-moment. faulthandler is built into the interpreter: its module is taken out of
-``sys.modules`` again, and ``time`` is the one plain Python had loaded. Its file is moved
-to a high descriptor (the check's own files keep their numbers). Around ``os.fork`` the
-watchdog is cancelled (a forked child would hang at its exit waiting for the watchdog it
-does not have, and Python 3.12 would warn about a thread) and armed again in both
-processes. A check that uses the watchdog itself (``faulthandler.dump_traceback_later``,
-pytest's ``faulthandler_timeout``) replaces ours: faulthandler then lets go of our file
-object, which its reference count shows, and from then on the watchdog is the check's and
-left alone; that run has no sample, which the judgment says.
+``x WHY`` for what could not be measured and ``w WHY`` for why there is no stack sample
+(texts hex-encoded).
 """
 
 import os

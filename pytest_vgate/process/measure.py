@@ -2,19 +2,10 @@
 
 Core, no pytest. The runner asks ``start`` for a probe before it spawns a check and
 ``Probe.collect`` after the check ended. The probe puts a private folder first on the
-check's ``PYTHONPATH`` whose ``sitecustomize`` is ``pytest_vgate/process/bootstrap.py``:
-it measures every Python process of the check through the interpreter's own hooks (a
-``sys.monitoring`` tool of its own on Python 3.12+, coverage.py's C tracer before), without
-loading a module, adding a name or changing a code object the check could see. The
-check's own measurement (pytest-cov, ``coverage run``, ``Coverage().start()``,
-``COVERAGE_PROCESS_START``) runs beside it unchanged: its variables reach the check as the
-gate declares them.
-
-Each process appends its records to its own file in the run's folder as they happen.
-What could not be measured is said, never guessed: a run with no measured Python process,
-a process started out of reach (a cleaned environment), a tracer that replaced ours, or
-data that does not read is ``Measured(False)`` with the reason, which the judgment turns
-into ``unmeasured``, never into ``misses`` or ``disconnected``.
+check's ``PYTHONPATH`` whose ``sitecustomize`` is ``bootstrap.py``, which measures every
+Python process of the check unseen. What could not be measured is said, never guessed:
+such a run is ``Measured(False)`` with the reason, which the judgment turns into
+``unmeasured``, never into ``misses`` or ``disconnected``.
 """
 
 from __future__ import annotations
@@ -27,10 +18,9 @@ import math
 import os
 import secrets
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pytest_vgate.process import bootstrap
 from pytest_vgate.process.stack import Thread, parse_dump
@@ -71,12 +61,6 @@ class MeasureSpec:
     engine: str = "auto"
     any_of: tuple[tuple[str, tuple[int, ...]], ...] = ()
     sample: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"include": list(self.include)}
-        if self.lines is not None:
-            out["lines"] = {path: list(lines) for path, lines in self.lines}
-        return out
 
     def spec_text(self, sample_at: float | None = None) -> str:
         """The spec as the bootstrap reads it (paths hex-encoded: any byte goes);
@@ -324,9 +308,3 @@ def statements(path: str, lines: Iterable[int]) -> frozenset[int]:
         return frozenset(n for n in lines if n > 0)  # line 0: a code object's prologue
     first = parsed[1]
     return frozenset(first.get(n, n) for n in lines if n > 0)
-
-
-def include_for(folders: Sequence[Path | str]) -> MeasureSpec:
-    """A spec recording files below each folder (real paths, duplicates dropped)."""
-    found = dict.fromkeys(os.path.join(os.path.realpath(f), "*") for f in folders)
-    return MeasureSpec(tuple(found))
