@@ -1,17 +1,9 @@
 """Batches: gates whose checks are pytest on node ids, run as one pytest per side.
 
-Core, no pytest. Gates whose checks run pytest (``python -m pytest``, ``pytest``) on node
-ids with the same interpreter, folder, environment, options and deadline form a group
-(``group_key``); ``run_batch`` runs the group's nodes in one pytest process with a
-reporter of ours (``batch_reporter.py``), which also measures what each node executed of
-the changed files through coverage.py, and, on the head side, forks the mutants a
-``Planner`` asks for from the collected session (``fork.py``). ``attribute`` gives each
-gate the verdict its solo run would give: its exit code from its own nodes' reports (0
-all passed or skipped, 1 a failure), the failures' text as its output, and the lines its
-own nodes executed (plus collection's). What cannot be attributed is None with the reason,
-and the caller runs that gate alone: a batch that crashed, timed out before the gate's
-nodes finished, exited with anything but 0 or 1, failed to collect a file, never ran one
-of the gate's nodes, or whose measurement could not see what one of them executed.
+Core, no pytest. ``group_key`` says which gates share a batch, ``run_batch`` runs a group's
+nodes in one pytest process with our reporter (``batch_reporter.py``), and ``attribute``
+gives each gate the verdict its solo run would give, or None with the reason, and the
+caller runs that gate alone (docs/batch.md: what a gate gets, when it runs alone).
 """
 
 from __future__ import annotations

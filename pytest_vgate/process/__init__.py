@@ -1,15 +1,9 @@
 """The one place that starts and kills processes.
 
 No shell, stdin closed, the caller's environment used exactly as given, bounded capture
-that keeps draining both pipes, and a deadline that kills everything the check started.
-
-Where the platform allows it a check is started by a *shepherd* (``shepherd.py``, driven
-from ``contain.py``): in a private PID namespace with its own ``/proc`` (it cannot see the
-session's processes), or as a child of a subreaper. Either way every descendant --
-``setsid``, double forks and daemons included -- is killed when the main process exits,
-at the deadline, or when the caller dies. Without a shepherd (``isolation="off"``, or no
-``/proc``) a check gets a new process group (and a new session when the caller has a
-controlling terminal) and the group is killed; a process that leaves the group survives.
+that keeps draining both pipes, and a deadline that kills everything the check started:
+through a shepherd (``contain.py``) where the platform allows it, else the check's
+process group (docs/environment.md, "Isolation levels").
 
 Exit codes: ``exit_code`` is the process's own status when it ran to exit, negative
 (``-N``) when a signal ``N`` ended it that we did not send. After a deadline

@@ -3,27 +3,12 @@ the mutants forked from the session.
 
 Loaded with ``-p`` from a private folder (``batch.py`` copies this file there under
 ``MODULE``, beside ``spec.json``), it leaves ``sys.path`` as it found it. Records are JSON
-lines appended to ``records`` there (open, append, close: a kill keeps what was written):
-the rootdir, each node's start, reports and finish, collection errors, the exit status,
-the lines each segment executed (``""``: collection), what the measurement could not see,
-and each mutant's runs.
-
-**Measuring** (``include`` in the spec): coverage.py on those files from this module's
-import on, before conftest files and other plugins; its C tracer before Python 3.12 (a
-dynamic context per node), its ``sys.monitoring`` core from 3.12 (read and cleared at each
-node's start, events restarted). Where another tracer or coverage.py holds the slot,
-nothing is measured; a node that starts a Python process, forks, or has its tracer
-replaced is unseen (collection's: every node's).
-
-**Mutants** (``fork`` in the spec): two zygotes are forked, one at session start (before
-collection: a mutant of module or class code is imported from its mutated source, served
-by a finder, then collected) and one once collection is done (a mutated function's code
-object is swapped). After the last node this process writes ``ready``, the caller writes
-the zygotes' entries into the ``plan`` FIFOs, and each runs them: per attempt a fork that
-runs the entry's nodes through ``item.ihook.pytest_runtest_protocol`` under the entry's
-deadline and writes what they did. A gate's control entries (the unmutated code, swapped
-or served the same way) come first; a gate whose control does not pass has its mutants
-left to solo runs.
+lines appended to ``records`` there (open, append, close: a kill keeps what was written).
+It measures each node with coverage.py (``include`` in the spec; docs/batch.md) and, with
+``fork`` in the spec, runs the mutants in forks of the collected session: two zygotes, one
+forked before collection (a mutant of module or class code is imported from its text),
+one after it (a function's code object is swapped); docs/discrimination.md, "Where
+mutants live".
 """
 
 from __future__ import annotations

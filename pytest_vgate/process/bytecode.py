@@ -1,21 +1,10 @@
 """A check executes the source as it is now, never the bytecode of an older version.
 
-Python trusts a ``__pycache__`` entry whose recorded source mtime (whole seconds) and
-size match the source; pytest's assertion-rewrite cache does the same. A file edited to
-the same size within the same second as its last compile (or whose mtime was set back)
-runs its *old* bytecode. Checks therefore run with ``PYTHONPYCACHEPREFIX`` pointing at a
-bytecode cache of pytest-vgate's own (``$XDG_CACHE_HOME/pytest-vgate/pycache``, else
-``~/.cache/...``): the tree's own ``__pycache__`` folders are neither read nor written,
-and before every run the cache's entries for the tree being run are checked:
-
-    an entry is kept only when it was written strictly after the source's last change
-    (its ``st_mtime_ns`` and ``st_ctime_ns``); otherwise, or when the source is gone,
-    it is deleted and Python compiles the source afresh.
-
-A content change always moves the source's ``ctime`` (which no user can set back), so an
-entry that survives was compiled from the current bytes. Only the tree's entries are
-checked (a few stats per source file); the standard library and installed packages are
-compiled once into the cache and then reused by every later check and session.
+Python trusts a ``__pycache__`` entry whose source mtime (whole seconds) and size match,
+so a file edited to the same size within a second runs its old bytecode. Checks run with
+``PYTHONPYCACHEPREFIX`` at a cache of our own, and before every run an entry for the tree
+is kept only when it was written strictly after the source's last change (``mtime`` and
+``ctime``, which no user can set back); docs/environment.md, "Bytecode".
 """
 
 from __future__ import annotations

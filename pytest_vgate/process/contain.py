@@ -1,15 +1,7 @@
 """The caller's side of the shepherd (``shepherd.py``): start it, hand it checks, pool it.
 
-Isolation levels (``--vgate-isolation``):
-
-``strict``  checks run in a private PID namespace with their own ``/proc``; where that is
-            not available a check is not run (the runner reports ``sandbox``).
-``auto``    the namespace where the platform allows it; otherwise a subreaper shepherd
-            (every descendant still killed, but the session's processes are visible);
-            otherwise (no shepherd at all, e.g. macOS) the check's process group.
-``off``     no shepherd: the check's process group only, as in the first release.
-
-What is in force is one of :data:`LEVELS` (``namespace``, ``contained``, ``group``).
+What ``--vgate-isolation`` gives is one of :data:`LEVELS` (``namespace``, ``contained``,
+``group``): docs/environment.md, "Isolation levels".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """One verifier call, fail-closed: a fresh child process per call, killed when it is done.
 
-The child is forked from its module's zygote (``spawner``, ``zygote``): the module is
-imported once, each call still gets a process of its own, nothing a verifier does
-survives into the next call, and the pytest process never forks. The pytest process
-hands the child its job over the call socket, answers its ``ctx.run`` requests
-(``toolhost``: the tool runs here and the record stays here), drains its output into a
-head+tail bound, and waits for its answer under the deadline. Whatever happens -- an
-answer, a death, the deadline -- the child's process group and the tools it asked for
-are killed before the call returns.
+The child is forked from its module's zygote (``spawner``); ``call.Call`` runs the call
+itself. Nothing a verifier does survives into the next call, and the pytest process
+never forks.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Where verifier children come from, seen from the pytest process: the zygotes.
 
 The pytest process never forks (it has threads: forking would copy their locks in
-whatever state they are in). It starts one *base* zygote per process (per xdist
-worker), a new interpreter with the allowlisted environment, and asks it for a
-*module* zygote per verifier module; a call asks the module zygote for a child
-(``zygote`` describes both sides). Control sockets are request/response under a lock
-per socket. A module zygote is kept for the session, keyed by module, file, sys.path
-and cwd; a module whose import leaves threads running is served by a fresh ``oneshot``
-zygote per call instead (an import per call, no fork after threads).
+whatever state they are in); its zygotes do (``zygote`` describes them). A module zygote
+is kept for the session, keyed by module, file, sys.path and cwd; a module whose import
+leaves threads running gets a fresh ``oneshot`` zygote per call instead.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """The template processes verifier children are forked from ("zygotes"). No verifier runs here.
 
-The **base** zygote is started once per pytest process (per xdist worker) with the
-allowlisted environment (``process.start_helper``); it imports ``pytest`` when the caller
-had, and this package, and forks a **module** zygote per verifier module on request. A
-module zygote imports its module once, then forks a fresh child per call (one *spare* is
-forked ahead, while the previous call runs, and rehearses a call of ours before its job
-arrives); the child runs exactly one verifier (``child.child_main``) and is killed when
-it has answered. Both zygotes are
-single-threaded: they never start a thread, and a module whose import leaves a thread
-running is never forked from (its zygote serves one call in itself: ``oneshot``).
+The base zygote (one per pytest process, started with ``process.start_helper``) forks a
+module zygote per verifier module; that one imports its module once and forks a child
+per call, one spare ahead (docs/verifiers.md, "Isolation"). Both are single-threaded: a
+module whose import leaves a thread running is never forked from (``oneshot``).
 
-Both speak request/response over their control socket (the pytest process holds a lock
-per socket); descriptors travel with the reply. Neither reaps a child before the pytest
-process asks (``reap``, or a spare request's ``reap`` list), so the pid the pytest
-process kills by still names that child; unless the exit status is asked for, the child
-is killed at once and collected once it has died, never waited for.
+Both speak request/response over their control socket; descriptors travel with the
+reply. Neither reaps a child before the pytest process asks (``reap``, or a spare
+request's ``reap`` list), so the pid the pytest process kills by still names that child.
 At end of stream (the pytest process is gone) a zygote kills its children and exits.
-Zygotes and verifier processes are child subreapers: what a verifier starts, however it
-detaches, stays below it while it runs and comes to its zygote when it dies. A verifier
-process kills what it started before it answers; a zygote kills what comes to it when it
-collects a child, before it answers the pytest process (``shepherd.kill_strays``).
+Zygotes and verifier processes are child subreapers: what a verifier starts stays below
+them and is killed (``shepherd.kill_strays``) before the pytest process gets an answer.
 """
 
 from __future__ import annotations
