@@ -22,6 +22,7 @@ from typing import Any
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.process import shepherd as _proto
+from pytest_vgate.process.shepherd import children as children
 
 LEVELS = ("namespace", "contained", "group")
 SCRIPT = str(Path(__file__).with_name("shepherd.py"))
@@ -212,8 +213,7 @@ class Shepherd:
         if self.level != "namespace":
             return pid
         if self.inner is not None:
-            # The init is single-threaded: its one task lists its children.
-            for kid in _task_children(self.inner, self.inner):
+            for kid in children(self.inner):
                 if ns_pid(kid) == pid:
                     return kid
         return -1  # unknown: never used as a target
@@ -259,25 +259,6 @@ class Shepherd:
                         os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5.0)
-
-
-def children(pid: int) -> list[int]:
-    """The pids of ``pid``'s children (as this process sees them); [] when unknown."""
-    found: list[int] = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            found.extend(_task_children(pid, int(tid)))
-    except OSError:
-        pass
-    return found
-
-
-def _task_children(pid: int, tid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def ns_pid(pid: int) -> int | None:

@@ -185,7 +185,7 @@ class Shepherd:
             with contextlib.suppress(OSError):
                 os.kill(-1, signal.SIGKILL)
             return
-        for pid in own_children():
+        for pid in children():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -371,21 +371,26 @@ def _name(filename: object) -> str | None:
     return None if filename is None else os.fsdecode(filename)  # type: ignore[arg-type]
 
 
-def own_children() -> list[int]:
-    pids: list[int] = []
+def children(pid: int | str = "self") -> list[int]:
+    """The pids of ``pid``'s children (as this process sees them); [] when unknown."""
+    found: list[int] = []
     try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                pids.extend(int(p) for p in f.read().split())
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        pass
-    return pids
+        return []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return found
 
 
 def kill_strays(keep: set[int]) -> None:
     """Kill and collect every child of ours not in ``keep`` until none is left: in a
     subreaper, what a dead child left behind comes to us (and what those leave, as they die)."""
-    while strays := [pid for pid in own_children() if pid not in keep]:
+    while strays := [pid for pid in children() if pid not in keep]:
         for pid in strays:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
