@@ -34,15 +34,16 @@ class Link:
     """The child's end of the call socket: one ``ctx.run`` request at a time, and the
     answer. Threads of the verifier share it."""
 
-    def __init__(self, channel: wire.Channel) -> None:
-        self.channel = channel
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.inbox = wire.Inbox(sock)
         self._send_lock = threading.Lock()
         self._request_lock = threading.Lock()
         self._next = 0
 
     def send(self, message: Mapping[str, object]) -> None:
         with self._send_lock:
-            self.channel.send(message)
+            wire.send(self.sock, message)
 
     def request(self, message: Mapping[str, object]) -> dict[str, Any]:
         """Send a request and wait for its answer (the pytest process answers in order)."""
@@ -50,7 +51,7 @@ class Link:
             self._next += 1
             self.send({**message, "id": self._next})
             while True:
-                answer = self.channel.recv()
+                answer, _ = self.inbox.recv()
                 if answer is None:
                     raise ConnectionError("the pytest process closed the call")
                 if answer.get("id") == self._next:
@@ -150,10 +151,10 @@ def child_main(sock: socket.socket, out_fd: int) -> None:
     # before dying is not lost), faulthandler on fd 2 for a fatal signal (a segfault: the
     # stack in its output) and for ``STACK_DUMP_SIGNAL``, the stack dump near the
     # deadline (C code: it works while the verifier is stuck in C).
-    link = Link(wire.Channel(sock))
+    link = Link(sock)
     rehearse()
     try:
-        message = link.channel.recv()
+        message, _ = link.inbox.recv()
         if message is None:
             os._exit(0)
         job = VerifierJob.from_message(message)

@@ -9,7 +9,6 @@ verifier that sends half a frame and stops cannot block it past a deadline.
 from __future__ import annotations
 
 import json
-import os
 import select
 import socket
 import struct
@@ -90,72 +89,10 @@ def send_by(sock: socket.socket, message: Mapping[str, object], deadline: float)
     return True
 
 
-def recv(sock: socket.socket) -> dict[str, Any] | None:
-    """One message (blocking); None at end of stream."""
-    message, fds = recv_with_fds(sock)
-    for fd in fds:
-        os.close(fd)
-    return message
-
-
-def recv_with_fds(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    """One message and the descriptors sent with it (blocking); (None, []) at end of stream."""
-    data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, MAX_FDS)
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return None, []
-    buffer = bytearray(data)
-    try:
-        while len(buffer) < HEADER.size or len(buffer) < HEADER.size + _size(buffer):
-            more = sock.recv(1 << 16)
-            if not more:
-                raise WireError("the stream ended inside a message")
-            buffer += more
-        messages = FrameReader().feed(bytes(buffer))
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
-    if len(messages) != 1:
-        for fd in fds:
-            os.close(fd)
-        raise WireError(f"expected one message, got {len(messages)}")
-    return messages[0], list(fds)
-
-
-def _size(buffer: bytearray) -> int:
-    (size,) = HEADER.unpack_from(buffer)
-    if size > MAX_FRAME:
-        raise WireError(f"a message of {size} bytes (at most {MAX_FRAME})")
-    return int(size)
-
-
-class Channel:
-    """The blocking end of a call socket (the verifier process's side): whole messages in
-    order, whatever the chunks they arrived in."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self._reader = FrameReader()
-        self._pending: list[dict[str, Any]] = []
-
-    def recv(self) -> dict[str, Any] | None:
-        while not self._pending:
-            data = self.sock.recv(1 << 16)
-            if not data:
-                return None
-            self._pending.extend(self._reader.feed(data))
-        return self._pending.pop(0)
-
-    def send(self, message: Mapping[str, object]) -> None:
-        self.sock.sendall(encode(message))
-
-
 class Inbox:
-    """The blocking, buffered reading end of a zygote's control socket: whole messages in
-    order. A message that carries descriptors says how many (``nfds``, set by :func:`send`);
-    it takes them, in order, from those that arrived so far."""
+    """The blocking, buffered reading end of a zygote's control socket or a child's call
+    socket: whole messages in order. A message that carries descriptors says how many
+    (``nfds``, set by :func:`send`); it takes them, in order, from those that arrived so far."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
