@@ -124,11 +124,9 @@ class CellPool:
     with ``cell_is_clean`` when it is taken for a check -- after anything that might
     have written to it since its last check, late writers included -- and a cell that
     fails is removed there and then, and the check gets a new one: a check never sees
-    another check's files. Idle cells, clean or not, are removed at interpreter exit (and
-    a cell given back after that is removed, not kept); a forked child starts with an
-    empty pool and never touches its parent's cells. The exit and fork handlers are the
-    module's, registered once: a process that opens many sessions (pytester runs in
-    process) does not pile up handlers, nor keep every pool it ever made alive.
+    another check's files. Idle cells are removed at interpreter exit; a forked child
+    starts with an empty pool and never touches its parent's cells (the module's
+    handlers, registered once: a process that opens many sessions does not pile them up).
     """
 
     def __init__(

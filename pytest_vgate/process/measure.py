@@ -115,11 +115,11 @@ class Probe:
     process that is already running and starts measuring itself (``bootstrap.start``: a
     verifier's zygote, before it imports the verifier's module)."""
 
-    def __init__(self, folder: Path, env: dict[str, str], home: Path | None = None) -> None:
+    def __init__(self, folder: Path, home: Path, env: Mapping[str, str]) -> None:
         self.folder = folder
-        self.env = env
         self.data = folder / "data"
-        self.home = home if home is not None else folder / "boot"
+        self.home = home
+        self.env = self.extend(env)
 
     def extend(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` with this run's measurement added (its ``PYTHONPATH`` kept after ours)."""
@@ -134,7 +134,7 @@ class Probe:
         from pytest_vgate.process.cell import remove_tree
 
         try:
-            return _read(self.folder / "data")
+            return _read(self.data)
         finally:
             remove_tree(self.folder)
 
@@ -153,9 +153,7 @@ def start(
         lead = min(max(timeout / 10, SAMPLE_LEAD[0]), SAMPLE_LEAD[1])
         sample_at = time.monotonic() + timeout - lead
     (folder / bootstrap.SPEC_NAME).write_text(spec.spec_text(sample_at), encoding="ascii")
-    probe = Probe(folder, {}, _boot_home(folder))
-    probe.env = probe.extend(env)
-    return probe
+    return Probe(folder, _boot_home(folder), env)
 
 
 def _boot_home(folder: Path) -> Path:

@@ -104,18 +104,10 @@ def _frame() -> bytes:
 def rehearse(rounds: int = 1) -> None:
     """Walk a trivial call of our own through a child's path ``rounds`` times: decode a
     job, replace the environment, build ``ctx``, call a function of ours, encode the
-    answer.
-
-    Two uses, one reason: a forked child's first write to each page it shares with its
-    zygote copies that page, and CPython writes on every object it touches (reference
-    counts), on code it runs the first times (the adaptive interpreter's counters) and
-    on its type lookup cache. The zygote walks the path many times before it forks
-    (``zygote._serve_template``): its children start with that code specialised and
-    those caches filled, and copy only the pages of the objects they touch. A spare
-    walks it once more while it waits for its job (``child_main``): it takes those
-    copies off the call's critical path. Nothing of the verifier's runs, nothing leaves
-    the process, and the environment is the one it had (the job's replaces it whole).
-    An optimisation: whatever goes wrong is ignored.
+    answer. The zygote does it before it forks (its children start with that code
+    specialised), a spare once more while it waits (the pages it then copies are off the
+    call's critical path): docs/verifiers.md, "What a call costs". Nothing of the
+    verifier's runs; an optimisation: whatever goes wrong is ignored.
     """
     try:
         frame = _frame()
