@@ -78,11 +78,11 @@ def cell_is_clean(cell: Path | str) -> bool:
     fds: list[int] = []
     try:
         fds.append(os.open(cell, _OPEN_DIR))
-        if not _private_dir(fds[0]) or sorted(_names(fds[0])) != list(CELL_DIRS):
+        if not _private_dir(fds[0]) or sorted(os.listdir(fds[0])) != list(CELL_DIRS):
             return False
         for name in CELL_DIRS:
             fds.append(os.open(name, _OPEN_DIR, dir_fd=fds[0]))
-            if not _private_dir(fds[-1]) or _names(fds[-1]):
+            if not _private_dir(fds[-1]) or os.listdir(fds[-1]):
                 return False
         return True
     except OSError:  # vanished, replaced by a symlink or a file, unreadable: not clean
@@ -99,10 +99,6 @@ def _private_dir(fd: int) -> bool:
     if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
         return False
     return not _user_xattrs(fd)
-
-
-def _names(fd: int) -> list[str]:
-    return os.listdir(fd)  # a directory fd: read from its start, the fd itself unchanged
 
 
 def _user_xattrs(fd: int) -> bool:

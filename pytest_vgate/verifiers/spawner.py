@@ -260,10 +260,9 @@ class ZygoteHost:
         gets a zygote of its own that measures from before its import and serves this
         call only: the module's import is part of what the run executed. So does a
         ``fresh`` call: the tree's files changed since a cached zygote imported them."""
+        start = functools.partial(self._start_module, module, file, sys_path, cwd, root, deadline)
         if measure is not None or fresh:
-            return self._start_module(
-                module, file, sys_path, cwd, root, deadline, True, capture_limit, measure
-            )
+            return start(True, capture_limit, measure)
         key = _key(module, file, sys_path, cwd, root)
         with self._lock:
             if key in self._threaded:
@@ -276,17 +275,13 @@ class ZygoteHost:
                     return found
                 key_lock = self._key_locks.setdefault(key, threading.Lock())
         if threaded:
-            return self._start_module(
-                module, file, sys_path, cwd, root, deadline, True, capture_limit
-            )
+            return start(True, capture_limit)
         with key_lock:
             with self._lock:
                 found = self._modules.get(key)
             if found is not None and not found.control.broken:
                 return found
-            made = self._start_module(
-                module, file, sys_path, cwd, root, deadline, False, capture_limit
-            )
+            made = start(False, capture_limit)
             if isinstance(made, ImportFailure):
                 return made
             if made.oneshot:  # its import left threads: this one serves this call only
