@@ -91,13 +91,8 @@ class ProcessResult(Jsonable):
 
         False for every other spawn failure: a missing cwd is also ENOENT but is not this.
         """
-        return self.spawn_target in (
-            SpawnTarget.PROGRAM,
-            SpawnTarget.INTERPRETER,
-        ) and self.spawn_errno in (
-            errno.ENOENT,
-            errno.ENOTDIR,
-        )
+        missing = self.spawn_errno in (errno.ENOENT, errno.ENOTDIR)
+        return missing and self.spawn_target in (SpawnTarget.PROGRAM, SpawnTarget.INTERPRETER)
 
 
 class Capture:
