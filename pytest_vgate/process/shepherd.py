@@ -1,15 +1,11 @@
 """The shepherd: a small server that starts a session's checks and kills all they leave.
 
-Run as a script (``python -I -S shepherd.py FD WANT``), never imported by the plugin: it
-uses the standard library only. One shepherd serves one caller process, one check at a
-time, over the connected UNIX stream socket ``FD``. When ``WANT`` is ``namespace`` it first
-tries to enter a new PID and mount namespace (inside a new user namespace when not
-root) and to mount a private ``/proc`` there, so a check sees only its own processes and
-the shepherd (PID 1, empty environment, not dumpable): nothing of the session. When that
-is not allowed it becomes a child subreaper instead. Either way every process a check
-starts stays a descendant of the shepherd -- ``setsid``, double forks and daemons
-included -- and is killed when the check's main process exits, at the caller's request,
-or when the caller goes away (the socket closes).
+Run as a script (``python -I -S shepherd.py FD WANT``), never imported by the plugin for
+anything but its protocol: it uses the standard library only. One shepherd serves one
+caller process, one check at a time, over the connected UNIX stream socket ``FD``, in a
+private PID namespace (``WANT`` ``namespace``, where allowed) or as a child subreaper;
+either way every process a check starts is killed when its main process exits, at the
+caller's request, or when the caller goes away (docs/environment.md, "Isolation levels").
 
 Protocol (each message: a 4-byte big-endian length, then a ``marshal``-ed dict; fds ride
 on the first byte):

@@ -1,12 +1,8 @@
 """Tool grounding: resolve each declared tool once, hash its bytes, recheck before each run.
 
-Naming a tool is not grounding: the inventory decides which file a tool id means
-(``<root>/.toolchain/bin`` first, then ``python``/``python3`` as the session's
-interpreter, then the caller's ``PATH``) and what its bytes hash to. Immediately
-before an execution :meth:`ToolInventory.verify` confirms those bytes are still there;
-bytes that moved are a ``sandbox`` non-result, a missing tool ``unavailable``.
-The *selected* path is what runs, never its symlink target: multi-call binaries (busybox)
-dispatch on the name they were started by. Core module: never imports pytest.
+Naming a tool is not grounding: the inventory decides which file a tool id means and what
+its bytes hash to, and :meth:`ToolInventory.verify` confirms them right before each run
+(docs/tools.md). Core module: never imports pytest.
 """
 
 from __future__ import annotations

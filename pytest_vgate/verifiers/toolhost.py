@@ -1,12 +1,9 @@
 """The pytest process's side of ``ctx.run``: it runs the tool and keeps the record.
 
-A verifier's ``ctx.run`` only asks (``context``); :class:`ToolHost` answers, in the
-pytest process: the tool id goes through the tool inventory (resolved, hashed, rechecked
-before each run), the process through the command oracle (``process.run_process``: no
-shell, stdin closed, the allowlisted environment with ``HOME``/``TMPDIR`` in the call's
-cell, bounded output, the call's remaining time as deadline). Every completed run is
-recorded here with the exit codes the verifier said it expects; the verifier's pass is
-judged against this record (``grounding``), which its own process cannot reach.
+A verifier's ``ctx.run`` only asks (``context``); :class:`ToolHost` answers through the
+tool inventory and the command oracle (``process.run_process``) with the call's cell,
+environment and remaining time, and records every completed run: the verifier's pass is
+judged against this record (``ground``), which its own process cannot reach.
 """
 
 from __future__ import annotations
