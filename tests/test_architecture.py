@@ -42,9 +42,7 @@ PACKAGE_LINES = 26_804
 
 
 def test_the_package_does_not_grow() -> None:
-    counted = sum(
-        path.read_bytes().count(b"\n") for path in (ROOT / "pytest_vgate").rglob("*.py")
-    )
+    counted = sum(path.read_bytes().count(b"\n") for path in (ROOT / "pytest_vgate").rglob("*.py"))
     assert counted <= PACKAGE_LINES, f"pytest_vgate/ has {counted} lines, over {PACKAGE_LINES}"
 
 
