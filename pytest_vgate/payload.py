@@ -74,9 +74,6 @@ class PayloadKind(StrEnum):
     MISSING = "missing"  # a selected gate with no result (merge of remote reports)
 
 
-CITATION_KINDS = (PayloadKind.CITATION, PayloadKind.CITATION_DOCUMENT)
-
-
 class PayloadError(ValueError):
     """A payload that cannot be read: unknown kind, unknown key, wrong type."""
 

@@ -35,7 +35,7 @@ def repo(request: pytest.FixtureRequest, tmp_path: Path) -> CitationRepo:
 
 
 def check_document(root: Path, answer: Path) -> list[CitationResult]:
-    return CitationChecker(root).check_all(parse_citations(answer))
+    return [CitationChecker(root).check(c) for c in parse_citations(answer)]
 
 
 # --- the acceptance document -----------------------------------------------------------
@@ -58,7 +58,8 @@ def test_every_case_has_its_outcome_and_location(repo: CitationRepo) -> None:
 
 def test_index_source_follows_the_tree(repo: CitationRepo) -> None:
     checker = CitationChecker(repo.root)
-    checker.check_all(parse_citations(repo.answer))
+    for citation in parse_citations(repo.answer):
+        checker.check(citation)
     git = (repo.root / ".git").exists()
     assert checker.files.index_source == ("git" if git else "walk")
 
@@ -404,7 +405,7 @@ def test_large_and_binary_files_are_reported_not_read(tmp_path: Path) -> None:
     (tmp_path / "early_nul.txt").write_bytes(b"needle_word\0\n")
     doc = tmp_path / "a.md"
     doc.write_text("big.py:1 — `f`\nlate_nul.txt:5002 — `needle_word`\nearly_nul.txt:1 — x\n")
-    results = CitationChecker(tmp_path, max_bytes=1024).check_all(parse_citations(doc))
+    results = [CitationChecker(tmp_path, max_bytes=1024).check(c) for c in parse_citations(doc)]
     assert [r.status for r in results] == [
         CitationStatus.DROPPED,
         CitationStatus.DROPPED,
@@ -412,7 +413,7 @@ def test_large_and_binary_files_are_reported_not_read(tmp_path: Path) -> None:
     ]
     assert "over the 1024-byte bound" in results[0].reason
     assert "binary" in results[2].reason
-    results = CitationChecker(tmp_path).check_all(parse_citations(doc))
+    results = [CitationChecker(tmp_path).check(c) for c in parse_citations(doc)]
     assert results[1].status is CitationStatus.VERIFIED  # a NUL after 8 KiB is text
 
 
@@ -465,7 +466,7 @@ def test_each_file_is_read_once_for_many_citations(tmp_path: Path) -> None:
         + "".join(f"- lost/m{i}.py:{2 * k + 1} — `f_{i}_{k}`\n" for i in range(5) for k in range(3))
     )
     checker = CitationChecker(tmp_path)
-    results = checker.check_all(parse_citations(doc))
+    results = [checker.check(c) for c in parse_citations(doc)]
     assert len(results) == 515
     assert {r.status for r in results[:500]} == {CitationStatus.VERIFIED}
     assert {r.status for r in results[500:]} == {CitationStatus.CORRECTED}
@@ -788,7 +789,7 @@ def test_vcs_metadata_is_refused_and_never_read(tmp_path: Path) -> None:
         "- sub/../.git/config:1 — `url`\n- cfg.ini:1 — `url`\n- docs/.git/config:1 — `url`\n"
     )
     checker = CitationChecker(tmp_path)
-    results = checker.check_all(parse_citations(doc))
+    results = [checker.check(c) for c in parse_citations(doc)]
     assert [r.status for r in results] == [CitationStatus.DROPPED] * 6
     for r in results:
         assert r.outside_root and "version-control metadata" in r.reason, r.reason

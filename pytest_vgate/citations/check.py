@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,9 +33,6 @@ class CitationChecker:
     def __init__(self, root: Path | str, *, max_bytes: int = MAX_BYTES) -> None:
         self.root = Path(os.path.realpath(root))
         self.files = RootFiles(self.root, max_bytes=max_bytes)
-
-    def check_all(self, citations: Iterable[Citation]) -> list[CitationResult]:
-        return [self.check(c) for c in citations]
 
     def check(self, citation: Citation) -> CitationResult:
         """Never raises: an internal failure is a ``dropped`` result saying so."""

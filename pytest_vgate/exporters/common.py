@@ -9,7 +9,6 @@ then fabricated, dropped and corrected citations; ties in file and line order.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -190,17 +189,3 @@ def relative_uri(path: str, base: str | Path) -> str | None:
         return PurePosixPath(Path(os.path.relpath(real, real_base))).as_posix()
     except ValueError:
         return None
-
-
-def write_atomically(path: Path, text: str, *, prefix: str) -> None:
-    """Write ``text`` to ``path`` through a temp file beside it and a rename, so a reader
-    never sees half a file; raises OSError, which the exporter's caller reports."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

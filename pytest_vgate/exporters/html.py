@@ -24,8 +24,7 @@ from typing import Any
 
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
-from pytest_vgate.exporters.common import write_atomically
-from pytest_vgate.exporters.report import JsonReport, gate_state
+from pytest_vgate.exporters.report import JsonReport, gate_state, write_atomically
 from pytest_vgate.paths import relative
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}

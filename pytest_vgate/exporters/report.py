@@ -29,7 +29,6 @@ from pytest_vgate.payload import (
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
 REPORT_VERSION = 2
-SCHEMA = "report.schema.json"
 COMPLETE = "complete"  # the seal: written last, when the session has reached its end
 MAX_REPORT_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 64  # a report nests a few levels; anything deeper is not one of ours
@@ -69,9 +68,6 @@ GATE_FIELDS = (
     "adjustments",
     "records",  # this run's evidence records: `python -m pytest_vgate merge --ledger`
 )
-# Added to a gate entry by the controller under --vgate-base, while the base worktrees
-# exist (the page reads them): the change's hunks and the "what to do" advice.
-BASE_FIELDS = ("diff", "advice")
 MAX_TARGETS = 5
 
 
@@ -236,19 +232,31 @@ def summarize(
 def write_json_report(path: Path, report: Mapping[str, object]) -> str | None:
     """Write the report atomically; return a warning text instead of raising."""
     try:
-        data = json.dumps(report, indent=2, sort_keys=False, default=str)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".vgate-report-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, json.dumps(report, indent=2, default=str), prefix=".vgate-report-")
     except (OSError, TypeError, ValueError) as exc:
         return f"could not write the JSON report {path}: {exc}"
     return None
+
+
+def write_atomically(path: Path, text: str, *, prefix: str) -> None:
+    """Write ``text`` to ``path`` through a temp file beside it and a rename, so a reader
+    never sees half a file; raises OSError, which the exporter's caller reports."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def report_digest(body: Mapping[str, object]) -> str:

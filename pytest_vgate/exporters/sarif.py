@@ -25,9 +25,8 @@ from pytest_vgate.exporters.common import (
     Place,
     findings,
     relative_uri,
-    write_atomically,
 )
-from pytest_vgate.exporters.report import JsonReport
+from pytest_vgate.exporters.report import JsonReport, write_atomically
 from pytest_vgate.jsonable import JsonDict
 from pytest_vgate.verdict import CitationStatus, Mode
 

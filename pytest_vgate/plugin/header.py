@@ -20,8 +20,6 @@ from pytest_vgate.plugin.session import Resources
 from pytest_vgate.process.cell import build_env, check_cell
 from pytest_vgate.process.origin import import_warnings
 
-PYTHONS = ("python", "python3")
-
 
 def _python_gate(gates_file: GatesFile) -> Gate | None:
     """The first gate whose check runs Python (``python ...`` or pytest)."""

@@ -337,10 +337,6 @@ def pytest_pycollect_makeitem(
     return item
 
 
-def _is_vgate_item(item: pytest.Item) -> bool:
-    return is_vgate_item(item)
-
-
 # A payload leaves the process (an xdist worker's report, --report-log) as its JSON object.
 pytest_report_to_serializable = wire.pytest_report_to_serializable
 
@@ -356,7 +352,7 @@ def attach_verdict(
         if report.skipped and isinstance(item, _items.GateItem):
             # Point the skip at the gate in its gates file, not at our code.
             report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload.detail}")
-    elif not _is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
+    elif not is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
         tag_marked_test(item, call, report)
 
 
@@ -409,7 +405,7 @@ def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mo
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     """pytest-timeout: our items keep their own deadline (and kill their own processes);
     its timeout becomes their default deadline instead of a thread that kills pytest."""
-    if not _is_vgate_item(item):
+    if not is_vgate_item(item):
         return None
     timeout = getattr(settings, "timeout", None)
     if isinstance(timeout, (int, float)) and timeout > 0:
@@ -422,4 +418,4 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
-    return True if _is_vgate_item(item) else None
+    return True if is_vgate_item(item) else None

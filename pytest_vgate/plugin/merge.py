@@ -11,7 +11,6 @@ must not look like a pass. Extra fields in the reports are carried through untou
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import stat
@@ -26,6 +25,7 @@ from pytest_vgate.exporters.report import (
     COMPLETE,
     REPORT_VERSION,
     ReportFileError,
+    file_sha256,
     gate_state,
     read_report_file,
     report_digest,
@@ -208,7 +208,7 @@ def merge_reports(
         here = Path(root) / rel
         if rel in declared or not _regular(here):
             continue
-        if _sha256(here) != desc.get("sha256"):
+        if file_sha256(here) != desc.get("sha256"):
             raise MergeError(
                 f"the gates file {rel} under {root} is not the one the shards ran (its "
                 "content differs); merge in the checkout of the run, or without it"
@@ -291,13 +291,6 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _unchecked_described(

@@ -99,21 +99,6 @@ def _fit_widths(table: list[list[str]], minimum: list[int], budget: int) -> list
     return widths
 
 
-def render_table(
-    header: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    width: int,
-    *,
-    indent: int = 2,
-    gap: int = 2,
-) -> list[str]:
-    """Lines of a table no wider than ``width``: columns shrink (widest first) and their
-    cells wrap onto more lines; nothing is cut."""
-    return [
-        line for group in table_rows(header, rows, width, indent=indent, gap=gap) for line in group
-    ]
-
-
 def _fix_columns(
     table: list[list[str]],
     natural: list[int],
