@@ -18,6 +18,7 @@ import pytest
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
 from pytest_vgate.gatesfile import GatesFile, GatesFileError
+from pytest_vgate.paths import relative
 from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
 from pytest_vgate.plugin.failures import VgateFailure, failure_text
 from pytest_vgate.plugin.session import Resources, resources
@@ -207,10 +208,7 @@ class CitationDocumentItem(pytest.Item):
 
 
 def _shown(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    return relative(path, root, resolve=True) or str(path)
 
 
 def format_citation_report(result: CitationResult, source: str) -> str:

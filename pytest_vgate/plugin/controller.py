@@ -56,7 +56,9 @@ class Controller:
         if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix and not only_collects:  # a listing rewrites nothing
-            self._prepare_fixes()
+            from pytest_vgate.plugin.citation_items import fix_all_documents
+
+            fix_all_documents(self.config, self.res, self.loaded)
 
     def _prepare_base(self, ref: str) -> None:
         """One set of base worktrees per gates root, made once for all workers."""
@@ -80,11 +82,6 @@ class Controller:
                 self.release()
                 raise pytest.UsageError(f"pytest-vgate: --vgate-base {ref}: {exc}") from None
             self.res.base_trees[str(root)] = trees
-
-    def _prepare_fixes(self) -> None:
-        from pytest_vgate.plugin.citation_items import fix_all_documents
-
-        fix_all_documents(self.config, self.res, self.loaded)
 
     # -- xdist ---------------------------------------------------------------------------
 

@@ -169,15 +169,11 @@ def call_guarded(
 def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None] | None:
     """The ``RunContext.judge`` of an item: its judges, or None when there is none."""
     hook = item.ihook.pytest_vgate_judge
-    if not _has_impls(hook):
+    if not hook.get_hookimpls():
         return None
     from pytest_vgate.plugin.judging import make_judge
 
     return make_judge(functools.partial(ask_judges, hook))
-
-
-def _has_impls(hook: HookCaller) -> bool:
-    return bool(hook.get_hookimpls())
 
 
 def ask_judges(hook: HookCaller, gate: Gate, context: JudgeContext) -> tuple[str, Call] | None:
@@ -205,7 +201,7 @@ def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
     wrapper's own answers count too, held to the same rule.
     """
     hook = item.ihook.pytest_vgate_adjust_verdict
-    if not _has_impls(hook):
+    if not hook.get_hookimpls():
         return payload
     from pytest_vgate.plugin.judging import Call, apply_adjustments, verdict_of_payload
 
@@ -235,7 +231,7 @@ def emit_report(config: pytest.Config, report: JsonReport, timeout: float) -> li
     ``timeout``, degrades the record, never the session.
     """
     hook = config.hook.pytest_vgate_report
-    if not _has_impls(hook):  # no exporter: the report need not be encoded at all
+    if not hook.get_hookimpls():  # no exporter: the report need not be encoded at all
         return []
     from pytest_vgate.plugin.judging import describe
 

@@ -45,7 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # (session.session_state): a session that only collects starts no process.
     res = Resources(
         settings=settings,
-        own_files=own_output_files(config, settings),
+        # Files this session writes are never part of the tree's identity.
+        own_files=tuple(path for _, path in output_options(config, settings)),
         starting_path=STARTING_PATH,
     )
     config.stash[RESOURCES] = res
@@ -92,12 +93,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:  # no process or folder of the session outlives it
         state.close()
         del config.stash[STATE]
-
-
-def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:
-    """Files this session writes into the tree (junit XML, JSON report, SARIF): never part of
-    the tree's identity, or a second run would look like "a different tree"."""
-    return tuple(path for _, path in output_options(config, settings))
 
 
 def output_options(config: pytest.Config, settings: Settings) -> list[tuple[str, Path]]:

@@ -177,15 +177,6 @@ def make_judge(
 # -- adjusters ---------------------------------------------------------------------------
 
 
-def payload_state(payload: CheckPayload) -> str:
-    """``pass``, ``skip`` (judgment, not strict) or ``fail``: what a gate's payload says."""
-    if payload.ok:
-        return "pass"
-    if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
-        return "skip"
-    return "fail"
-
-
 def verdict_of_payload(payload: CheckPayload) -> Verdict:
     """The gate's final verdict as adjusters see it: this run's facts, the final mode/cause."""
     green = payload.green
@@ -229,8 +220,7 @@ def apply_adjustments(payload: P, proposals: Sequence[tuple[str, Call]]) -> P:
         else:
             proposed = call.value
         assert proposed is not None
-        state = payload_state(result)
-        if proposed.mode is Mode.PASS and state == "pass":
+        if proposed.mode is Mode.PASS and result.ok:
             continue
         if proposed.mode in (Mode.PASS, Mode.JUDGMENT):
             notes.append(

@@ -268,12 +268,3 @@ def remote_problem(res: Resources, root: Path) -> str | None:
     if not found:
         return None
     return "this xdist worker's checkout differs from the controller's: " + "; ".join(found)
-
-
-__all__ = [
-    "adopt_remote",
-    "host_identity",
-    "is_remote",
-    "origin_payload",
-    "remote_problem",
-]
