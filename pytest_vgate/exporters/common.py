@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from pytest_vgate.clip import clip
 from pytest_vgate.exporters.report import gate_state
 from pytest_vgate.jsonable import as_array, as_object
+from pytest_vgate.paths import relative
 from pytest_vgate.payload import PayloadKind
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
@@ -183,9 +184,6 @@ def findings(report: Mapping[str, object]) -> list[Finding]:
 def relative_uri(path: str, base: str | Path) -> str | None:
     """``path`` as a POSIX path relative to ``base``, or None when it lies outside."""
     try:
-        real, real_base = os.path.realpath(path), os.path.realpath(base)
-        if os.path.commonpath([real, real_base]) != real_base:
-            return None
-        return PurePosixPath(Path(os.path.relpath(real, real_base))).as_posix()
-    except ValueError:
+        return relative(path, base, resolve=True)
+    except ValueError:  # a NUL in the path
         return None

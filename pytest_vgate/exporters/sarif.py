@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import urllib.parse
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -50,34 +51,24 @@ CITATION_RULES = {
 
 
 def _rules() -> list[JsonDict]:
-    rules: list[JsonDict] = []
-    for mode, text in GATE_RULES.items():
-        rules.append(
-            {
-                "id": f"gate-{mode}",
-                "name": f"Gate{mode.capitalize()}",
-                "shortDescription": {"text": f"gate failed: {mode}"},
-                "fullDescription": {"text": text},
-                "defaultConfiguration": {"level": "error"},
-                "helpUri": f"{INFORMATION_URI}/blob/main/docs/modes.md",
-                "properties": {"tags": ["vgate", "gate"]},
-            }
-        )
-    for status, text in CITATION_RULES.items():
-        rules.append(
-            {
-                "id": f"citation-{status}",
-                "name": f"Citation{status.capitalize()}",
-                "shortDescription": {"text": f"citation {status}"},
-                "fullDescription": {"text": text},
-                "defaultConfiguration": {
-                    "level": "warning" if status == CitationStatus.CORRECTED.value else "error"
-                },
-                "helpUri": f"{INFORMATION_URI}/blob/main/docs/citations.md",
-                "properties": {"tags": ["vgate", "citation"]},
-            }
-        )
-    return rules
+    table = [("gate", m, f"gate failed: {m}", text, "modes") for m, text in GATE_RULES.items()]
+    table += [
+        ("citation", s, f"citation {s}", text, "citations") for s, text in CITATION_RULES.items()
+    ]
+    return [
+        {
+            "id": f"{kind}-{name}",
+            "name": f"{kind.capitalize()}{name.capitalize()}",
+            "shortDescription": {"text": short},
+            "fullDescription": {"text": text},
+            "defaultConfiguration": {
+                "level": "warning" if name == CitationStatus.CORRECTED.value else "error"
+            },
+            "helpUri": f"{INFORMATION_URI}/blob/main/docs/{page}.md",
+            "properties": {"tags": ["vgate", kind]},
+        }
+        for kind, name, short, text, page in table
+    ]
 
 
 def uri_reference(posix_path: str) -> str:
@@ -147,9 +138,7 @@ def build_sarif(
     every = findings(report)
     kept = every[: max(max_results, 0)]
     left_out: Sequence[Finding] = every[len(kept) :]
-    cut_by_rule: dict[str, int] = {}
-    for finding in left_out:
-        cut_by_rule[finding.rule] = cut_by_rule.get(finding.rule, 0) + 1
+    cut_by_rule = dict(Counter(finding.rule for finding in left_out))
     invocation: JsonDict = {"executionSuccessful": True}
     if left_out:
         invocation["toolExecutionNotifications"] = [
