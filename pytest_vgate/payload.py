@@ -1,15 +1,10 @@
 """What an item hands the controller: one frozen type per payload kind, one JSON codec.
 
-A payload is an item's result as the controller reads it: a gate's or a verifier's
-(:class:`GatePayload`, :class:`VerifierPayload`), a marked ordinary test's, a citation's,
-a cited document's, an xdist crash's, a gate no shard ran (merge). Each is built in one
-place and crosses the xdist boundary as its JSON object (``to_dict()``: plain values, the
-``kind`` naming the type); :func:`decode_payload` is the one way back, strict, because
-what it reads travelled through another process and other plugins' hooks: an unknown
-kind, an unknown key or a value of the wrong type raises :class:`PayloadError`. Nested
-records (a verdict, evidence records, coverage) stay the JSON objects their own types
-wrote (``JsonObject``): the report prints them as they are, and their readers decode
-them with those types. Core module: never imports pytest.
+Each payload is built in one place and crosses the xdist boundary as its JSON object
+(``to_dict()``, ``kind`` naming the type); :func:`decode_payload` is the one way back,
+strict, because it travelled through another process and other plugins' hooks. Nested
+records (a verdict, evidence, coverage) stay the JSON objects their own types wrote
+(``JsonObject``), decoded by those types where they are read.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The page (``--vgate-html PATH``): one self-contained HTML file a reviewer opens.
 
-It holds the verdict table (failing gates first, sortable, filterable by status), per gate
-the claim, the check, the red and green runs with their decisive lines and advice, the
-diff of the change with each line marked by whether the red and the green run executed it
-and the surviving mutants at their lines, and per citation the cited lines in context.
-
-Nothing on the page comes from the network: inline style, one inline script allowed by its
-hash, and a Content-Security-Policy that forbids every fetch. Every text of the report
-(gate ids, claims, output, file content) is escaped: it is text, never markup; the script
-reads the page with ``textContent`` and writes no HTML. Core module: never imports pytest.
+The verdict table (failing gates first, sortable, filterable), per gate its claim, check,
+red and green runs with their decisive lines and advice, the change's diff marked by what
+each run executed, the surviving mutants, and each citation's lines in context. Nothing
+comes from the network (an inline script allowed by its hash, a policy that forbids every
+fetch), and every text of the report is escaped: it is text, never markup.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """SARIF 2.1.0 (``--vgate-sarif PATH``): failed gates and unverified citations, for code
 scanning.
 
-One result per failed gate (location: its line in the gates file, then the files its check
-names) and per citation that is not verified (location: the document line; related
-locations: where the code really is). Rule ids are ``gate-<mode>`` and
-``citation-<status>``; levels ``error``, and ``warning`` for a corrected citation. Paths
-inside the rootdir are relative to ``%SRCROOT%``. GitHub's upload limits are kept: at most
-25,000 results per run, worst first, and what was cut is said in the run's ``properties``
-and a tool notification. Core module: never imports pytest.
+One result per failed gate (at its gates-file line, then the files its check names) and
+per citation not verified (at its document line; related: where the code really is);
+rule ids ``gate-<mode>`` and ``citation-<status>``. Paths inside the rootdir are relative
+to ``%SRCROOT%``; GitHub's limits are kept (25,000 results, worst first, the cut is said).
 """
 
 from __future__ import annotations

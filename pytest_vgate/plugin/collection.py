@@ -1,22 +1,12 @@
 """Collection of gates files and cited documents: always, and never at the tests' expense.
 
-pytest's handling of overlapping collection arguments differs by version: 8.0-8.4 drop a
-whole directory when a file inside it is also an argument (so ``pytest --vgate gates.yaml``
-lost the ordinary suite), and 9 drops the file instead (so a gates file under a folder in
-``norecursedirs`` -- ``.ci/``, ``build/``, ``venv/`` -- was never collected). Gates files and
-documents are therefore not collection arguments: the plugin makes their nodes itself,
-under the session, and adds their items to the collection before anything selects or
-deselects (``-k``, ``-m``, ``--deselect`` and ``--lf`` then work on them as on any item).
-
-A gates file also named as an argument is made so too; one named by node id (``pytest
-gates.yaml::some-gate``) is collected by pytest as usual, so node-id selection keeps working.
-
-``--lf`` drops, while it collects a file that failed before, the items that passed then,
-without deselecting them: a gate or verifier would vanish without a word (and through
-``PYTEST_ADDOPTS``, unseen). ``KeepItems`` puts ours back, so that ``--lf`` deselects them
-like any other item and the summary lists them as not run. A gates file or document with
-no earlier failure ``--lf`` skips whole (its collect never runs: an empty report); that
-one ``_NoteItems`` collects as pytest would have, before anything else sees the report.
+pytest 8.0-8.4 drop a folder argument when a file inside it is also an argument, and 9
+drops the file instead; so gates files and documents are not collection arguments: their
+nodes are made here, under the session, and their items join the collection before
+anything selects or deselects (``-k``, ``-m``, ``--lf`` then work on them as on any item).
+A gates file named by node id (``gates.yaml::gate``) is collected by pytest as usual.
+``--lf`` drops the passed items of a file that failed before without deselecting them, and
+skips a file with no earlier failure whole: ``KeepItems`` and ``_NoteItems`` put ours back.
 """
 
 from __future__ import annotations

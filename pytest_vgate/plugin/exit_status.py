@@ -1,19 +1,12 @@
 """The session's exit status follows the verdicts, whatever else changed pytest's reports.
 
-pytest derives its exit status from its reports, and markers (``xfail``, ``skip``), hooks
-(a ``pytest_runtest_makereport`` wrapper that flips ``report.outcome``, a
-``pytest_sessionfinish`` that resets ``session.exitstatus``) and ``pytest.exit(returncode=0)``
-can all change those. The verdict of a gate cannot be changed that way: it rides on the
-report as ``report.vgate`` and is judged here. Every selected vgate item must end with a
-verdict that is ok (or a skip the plugin made itself: ``judgment``, or a ``skip`` marker
-its author wrote on a ``@verifier`` in the test module); otherwise the session exits 1 and
-the summary names the item and what overrode it. Deselection (``-k``, ``-m``,
-``--deselect``) stays the legal way not to run a gate, and is shown, not hidden.
-
-One ``VerdictGuard`` per process: on xdist workers it only watches collection and sends
-what was selected (``workeroutput``); on the controller it also reads the reports and
-sets the exit status, last (an outermost wrapper of ``pytest_sessionfinish`` and of
-``pytest_unconfigure``, which pytest runs just before it returns the status).
+Markers (``xfail``, ``skip``), hooks (a makereport wrapper that flips ``outcome``, a
+``pytest_sessionfinish`` that resets ``exitstatus``) and ``pytest.exit(returncode=0)`` can
+change the reports pytest derives its status from, not the verdict on ``report.vgate``.
+Every selected vgate item must end with an ok verdict (or a skip of the plugin's own,
+``judgment``, or its author's ``skip`` marker on a ``@verifier``); otherwise the session
+exits 1 and the summary names the item. Deselection stays legal, and is shown. On xdist
+workers ``VerdictGuard`` only sends what was selected; the controller judges, last.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The pytest side of extending: calls our hooks through pluggy, registers the exporters.
 
-Every ``pytest_vgate_*`` hook is called as pluggy calls any hook (``hook(**kwargs)``), so
-hook wrappers, ``tryfirst``/``trylast``, conftest scoping and pluggy's tracing all apply.
-To keep each answer attributed to its plugin and one broken plugin from silencing the
-others, a hook-call monitor (``install_guard``) hands pluggy, for our hooks only, each
-implementation wrapped in a guard that records what it returned or raised. The call runs
-on a daemon thread within a deadline. The rules for what an answer may do live in
-``judging``; the built-in exporters (SARIF, GitHub Actions) register here exactly as a
-third-party exporter would.
+Our hooks are called as pluggy calls any hook (wrappers, ``tryfirst``, tracing apply). A
+hook-call monitor (``install_guard``) hands pluggy, for our hooks only, each implementation
+wrapped in a guard that records its answer or exception: each answer stays attributed, and
+one broken plugin silences no other. The call runs on a daemon thread within a deadline;
+the rules for answers live in ``judging``. The built-in exporters register as anyone's.
 """
 
 from __future__ import annotations
