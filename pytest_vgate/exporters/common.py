@@ -1,9 +1,8 @@
 """What exporters report, taken from the JSON report: findings, worst first.
 
-A finding is a failed gate (or verifier, or marked test) or a citation that is not
-verified. Worst first means: failed gates in the fail-closed severity order of
-``verdict.SEVERITY`` (environment problems, then broken checks, then product answers),
-then fabricated, dropped and corrected citations; ties in file and line order.
+A finding is a failed gate (or verifier, or marked test) in ``verdict.SEVERITY`` order, or
+a fabricated, dropped, unsupported or corrected citation, after the gates; ties in file and
+line order.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The JSON report (``--vgate-report``): every gate and citation of the session.
 
-Field names are public (docs/extending.md); ``report.schema.json`` (shipped in the package)
-describes them and ``version`` says which schema a report follows. The same document is
-what ``pytest_vgate_report`` hands to exporters. Writing is atomic (temp file + rename),
-and a report that cannot be written is a warning, never a failed session.
+Field names are public; ``report.schema.json`` describes them and ``version`` names the
+schema. Exporters get the same document (``pytest_vgate_report``). Writing is atomic, and a
+report that cannot be written is a warning, never a failed session.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """``python -m pytest_vgate verify REPORT.json``: the verdict of a session, read from outside.
 
-Code that runs inside pytest (a hook, a conftest, a check's plugin) can end the process
-with any exit status, ``os._exit(0)`` included; no plugin can stop that from inside. The
-JSON report is sealed only when the session has reached its end, and it lists what was
-selected. ``verify`` exits 0 only for a sealed report in which every selected item is
-present, every gate the gates files declare was met, and every verdict is ok; otherwise
-it prints each thing that is not and exits 1 (4 when the file is not a report at all).
+Code inside pytest can end the process with any status (``os._exit(0)``), which no plugin
+can stop. The JSON report is sealed only when the session reached its end, and lists what
+was selected: ``verify`` exits 0 only for a sealed report in which every selected item and
+every declared gate was met and every verdict is ok; else it prints what is not and exits
+1 (4 when the file is not a report).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The controller side of a session: the one place that writes anything.
 
-Under xdist only the controller has this plugin registered; workers send their
-results on the reports (``report.vgate``), and the controller makes the base
-worktree, hands plain values to the workers, and writes the ledger, the JSON
-report and the terminal summary.
+Under xdist only the controller registers it: it makes the base worktrees, hands plain
+values to the workers, and writes the ledger, the reports and the terminal summary.
 """
 
 from __future__ import annotations

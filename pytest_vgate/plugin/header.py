@@ -1,8 +1,7 @@
 """The report header's warnings about which copy of the code the checks would test.
 
-Pytest layer (it reads the ``pythonpath`` ini); the probing itself is ``origin``'s. Run on
-the controller only, once per gates root: for the current tree, and separately for the
-base worktree that red runs use.
+Pytest layer (it reads the ``pythonpath`` ini); the probing is ``origin``'s. Once per gates
+root on the controller, for the current tree and for the base worktree of the red runs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The pytest layer proper: settings, collection of gates files, reports, summary.
-
-Registered by the entry point (``plugin/__init__.py``) when the session uses vgate. Thin by
-design: hooks gather settings and session resources, items call the
-core, and the controller (never an xdist worker) writes the ledger, the JSON
-report and the summary.
+"""The pytest layer proper, registered by the entry point when the session uses vgate: it
+gathers settings and session resources; items call the core; the controller (never an
+xdist worker) writes the ledger, the JSON report and the summary.
 """
 
 from __future__ import annotations

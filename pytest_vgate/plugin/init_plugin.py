@@ -1,9 +1,8 @@
-"""The pytest layer of ``--vgate-init BASE``: options, the run, and the collection probe.
+"""The pytest layer of ``--vgate-init BASE``: the run, and the collection probe.
 
-``pytest --vgate-init BASE`` runs no tests: it reads the diff (``init.changed_lines``),
-lets pytest itself collect the changed test files in a child process with the session's
-interpreter (this module, loaded there with ``-p``, writes what was collected as JSON),
-writes the gates file, prints it and exits.
+It runs no tests: it reads the diff, has pytest collect the changed test files in a child
+process (this module, loaded there with ``-p``, writes what was collected as JSON), writes
+the gates file, prints it and exits.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Collectors and items: gates files, gates, citation documents and citations.
+"""Collectors and items: gates files, gates and verifiers.
 
-Items are thin: they ask the core for a result, put its JSON-able payload where
-reports carry it (``vgate_payload`` and ``user_properties``), and turn a non-pass
-into a failure whose text is the core's report.
+Items are thin: they ask the core for a result, put its payload where reports carry it,
+and turn a non-pass into a failure whose text is the core's report.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """``python -m pytest_vgate merge``: one verdict from the JSON reports of sharded runs.
 
-Each shard (``pytest -k …``, pytest-split, a CI matrix job) writes ``--vgate-report``;
-the merge reads them all and prints the summary a single run would have printed (the
-renderers of ``summary.py``), writes one JSON report, one SARIF log and one ledger, and
-exits 1 iff a single run would have failed on a gate or citation. Gates that the gates
-files declare but no shard ran are reported and fail the merge: a shard that was lost
-must not look like a pass. Extra fields in the reports are carried through untouched.
+It prints the summary a single run would have printed, writes one JSON report, SARIF log,
+page and ledger, and exits 1 iff a single run would have failed on a gate or citation.
+A gate the gates files declare that no shard ran fails the merge: a lost shard must not
+look like a pass. Extra fields in the reports are carried through untouched.
 """
 
 from __future__ import annotations

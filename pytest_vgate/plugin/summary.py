@@ -1,9 +1,8 @@
 """The terminal summary: gates by mode, failures, red-before-green, citations.
 
-Written on the controller only, from the payloads the reports carried, so it is
-the same plain and under xdist. The summary is the list ``SECTIONS`` of small writers,
-each a pure function from a ``SummaryInput`` to the ``Line``s it adds (none to stay
-silent); ``write_summary`` prints them in order under one ``vgate`` separator.
+Written on the controller from the payloads the reports carried, so it is the same plain
+and under xdist: ``SECTIONS`` of pure functions from a ``SummaryInput`` to the ``Line``s
+they add, printed in order under one ``vgate`` separator.
 """
 
 from __future__ import annotations
