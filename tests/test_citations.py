@@ -842,7 +842,7 @@ def test_expansion_agrees_with_glob_on_a_plain_tree(tmp_path: Path, pattern: str
         for m in glob.glob(pattern, root_dir=tmp_path, recursive=True)
         if (tmp_path / m).is_file()
     )
-    assert [m.path for m in expand(pattern, tmp_path)] == expected
+    assert expand(pattern, tmp_path) == expected
 
 
 def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) -> None:
@@ -864,13 +864,11 @@ def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) 
     (root / ".git/x.md").write_text("x\n")
     os.mkfifo(root / "docs/pipe.md")
     started = time.monotonic()
-    found = expand("**/*.md", root, allowed=(root,))
+    found = expand("**/*.md", root)
     assert time.monotonic() - started < 30  # a generous hang bound, not a speed check
-    rels = sorted(m.path.relative_to(root.resolve()).as_posix() for m in found)
+    rels = sorted(path.relative_to(root.resolve()).as_posix() for path in found)
     assert rels == ["docs/[ab].md", "docs/a.md", "docs/b.md", "docs/pipe.md", "docs/x/c.md",
                     "docs/x/y/d.md", "top.md"]  # fmt: skip
-    pipe = next(m for m in found if m.path.name == "pipe.md")
-    assert pipe.unreadable == "it is a named pipe (FIFO), not a regular file"
 
 
 def test_c_comment_blocks_are_comments_and_preprocessor_lines_are_code(tmp_path: Path) -> None:
