@@ -21,6 +21,7 @@ from typing import Any
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
 from pytest_vgate.exporters.report import JsonReport, gate_state, write_atomically
+from pytest_vgate.jsonable import as_array, as_object
 from pytest_vgate.paths import relative
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
@@ -134,13 +135,8 @@ def _coverage_status(gate: Mapping[str, Any]) -> str:
     return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
 
 
-def _discrimination(gate: Mapping[str, Any]) -> Mapping[str, Any]:
-    found = gate.get("discrimination")
-    return found if isinstance(found, Mapping) else {}
-
-
 def _discrimination_text(gate: Mapping[str, Any]) -> str:
-    found = _discrimination(gate)
+    found = as_object(gate.get("discrimination"))
     if not found:
         return "-"
     status = str(found.get("status") or "")
@@ -175,12 +171,12 @@ def _gate_article(number: int, gate: Mapping[str, Any], rootdir: str) -> str:
         rows.append(("what to do", esc(gate["advice"])))
     if gate.get("source"):
         rows.append(("declared at", f"<code>{esc(_relative(str(gate['source']), rootdir))}</code>"))
-    found = _discrimination(gate)
+    found = as_object(gate.get("discrimination"))
     if found:
         reason = f": {found['reason']}" if found.get("reason") else ""
         rows.append(("discrimination", esc(f"{_discrimination_text(gate)}{reason}")))
     if found.get("pseudo_tested"):
-        rows.append(("pseudo-tested", esc(", ".join(str(p) for p in found["pseudo_tested"]))))
+        rows.append(("pseudo-tested", esc(", ".join(map(str, as_array(found["pseudo_tested"]))))))
     listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return (
         f'<article class="gate" id="gate-{number}" data-state="{state}">'
@@ -258,11 +254,11 @@ def _measured(coverage: Mapping[str, Any], run: str) -> bool:
 
 def _diff(gate: Mapping[str, Any]) -> str:
     files = [f for f in gate.get("diff") or () if isinstance(f, Mapping)]
-    mutants = [m for m in _discrimination(gate).get("mutants") or () if isinstance(m, Mapping)]
+    listed = as_array(as_object(gate.get("discrimination")).get("mutants"))
+    mutants = [m for m in listed if isinstance(m, Mapping)]
     if not files and not mutants:
         return ""
-    coverage = gate.get("coverage") if isinstance(gate.get("coverage"), Mapping) else {}
-    assert isinstance(coverage, Mapping)
+    coverage = as_object(gate.get("coverage"))
     red_measured, green_measured = _measured(coverage, "red"), _measured(coverage, "green")
     placed: set[int] = set()
     parts = [
@@ -344,10 +340,8 @@ def _citations(citations: Iterable[Mapping[str, Any]]) -> str:
     items = []
     for entry in citations:
         state = "passed" if entry.get("ok") else "failed"
-        result = entry.get("result") if isinstance(entry.get("result"), Mapping) else {}
-        assert isinstance(result, Mapping)
-        cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
-        assert isinstance(cited, Mapping)
+        result = as_object(entry.get("result"))
+        cited = as_object(result.get("citation"))
         rows = [("status", esc(entry.get("status"))), ("written at", esc(entry.get("source")))]
         if cited.get("description"):
             rows.append(("says", esc(cited["description"])))
@@ -399,8 +393,7 @@ def _excerpt(lines: list[str], start: int, end: int) -> str:
 
 
 def _cited_lines(root: str, result: Mapping[str, Any], fallback: str) -> str:
-    cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
-    assert isinstance(cited, Mapping)
+    cited = as_object(result.get("citation"))
     start, end = cited.get("start_line"), cited.get("end_line") or cited.get("start_line")
     lines = _file_lines(root, str(result.get("resolved") or cited.get("path") or ""))
     if (
