@@ -245,7 +245,9 @@ def merge_reports(
             if (rel, gate.id) not in ran:
                 missing.append(_missing_entry(rel, gate.id, gate.claim, gate.line))
         missing.extend(_unchecked_documents(rel, loaded.citations, citations, documents, root))
-    ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
+    ordered = sorted(
+        gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _source_file(e)[1])
+    )
     entries: list[JsonDict] = [{k: v for k, v in e.items() if k != "_file"} for e in ordered]
     entries += missing
     cited = sorted(
@@ -352,26 +354,17 @@ def _occurrence(entry: Mapping[str, object]) -> int:
 
 
 def _missing_document(rel: str, document: str, what: str) -> JsonDict:
+    detail = f"no shard checked {what} of {document}, cited by {rel}: a shard was lost or "
+    return _missing_entry(rel, document, "", 1, detail + "deselected them")
+
+
+def _missing_entry(rel: str, name: str, claim: str, line: int, detail: str = "") -> JsonDict:
     return MissingPayload(
-        id=document,
-        detail=f"no shard checked {what} of {document}, cited by {rel}: a shard was lost "
-        "or deselected them",
-        source=f"{rel}:1",
-        nodeid=f"{rel}::{document}",
-    ).to_dict()
-
-
-def _line(entry: Mapping[str, object]) -> int:
-    return _source_file(entry)[1]
-
-
-def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> JsonDict:
-    return MissingPayload(
-        id=gate_id,
+        id=name,
         claim=claim,
-        detail=f"no shard ran gate {gate_id!r} of {rel}: a shard was lost or deselected it",
+        detail=detail or f"no shard ran gate {name!r} of {rel}: a shard was lost or deselected it",
         source=f"{rel}:{line}",
-        nodeid=f"{rel}::{gate_id}",
+        nodeid=f"{rel}::{name}",
     ).to_dict()
 
 
