@@ -250,6 +250,15 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
 }
 
 
+def verdict_ok(payload: Payload) -> bool:
+    """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
+    if isinstance(payload, CheckPayload) and payload.strict_failure:
+        return False
+    if payload.mode is Mode.JUDGMENT:
+        return True
+    return payload.ok
+
+
 def decode_payload(data: object) -> Payload:
     """The payload a JSON object is, by its ``kind``; :class:`PayloadError` if it is not one."""
     if not isinstance(data, Mapping):

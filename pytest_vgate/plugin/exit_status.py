@@ -22,13 +22,12 @@ import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.gatesfile import GatesFile, GatesFileError
-from pytest_vgate.payload import CheckPayload, Payload, TestPayload
+from pytest_vgate.payload import Payload, TestPayload, verdict_ok
 from pytest_vgate.plugin import wire
 from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.collection import arg_path
 from pytest_vgate.plugin.items import VerifierItem, VgateItem
 from pytest_vgate.plugin.session import RESOURCES
-from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
@@ -164,13 +163,7 @@ class VerdictGuard:
         self.session = session
         self._judge_once(session)
         self._enforce()
-        try:
-            return (yield)
-        except SystemExit as exc:
-            self._absorb(exc, "pytest_sessionfinish")
-            return None
-        finally:
-            self._enforce()
+        return (yield from self._last_word("pytest_sessionfinish"))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_unconfigure(self) -> Generator[None, None, None]:
@@ -180,10 +173,14 @@ class VerdictGuard:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None and self.findings:
                 write_findings(reporter, self)
+        return (yield from self._last_word("pytest_unconfigure"))
+
+    def _last_word(self, hook: str) -> Generator[None, None, None]:
+        """Around the other implementations of ``hook``: the status is set again after them."""
         try:
             return (yield)
         except SystemExit as exc:
-            self._absorb(exc, "pytest_unconfigure")
+            self._absorb(exc, hook)
             return None
         finally:
             self._enforce()
@@ -320,15 +317,6 @@ def nested_status(outcomes: Iterable[str]) -> pytest.ExitCode | None:
     if not seen:
         return pytest.ExitCode.NO_TESTS_COLLECTED
     return None
-
-
-def verdict_ok(payload: Payload) -> bool:
-    """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
-    if isinstance(payload, CheckPayload) and payload.strict_failure:
-        return False
-    if payload.mode is Mode.JUDGMENT:
-        return True
-    return payload.ok
 
 
 def overrider(outcome: str | None) -> str:

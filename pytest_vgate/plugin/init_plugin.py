@@ -35,6 +35,7 @@ from pytest_vgate.evidence.init import (
     support_files,
     write_gates_file,
 )
+from pytest_vgate.paths import relative
 from pytest_vgate.process import run_process
 
 PROBE_ENV = "PYTEST_VGATE_INIT_COLLECT"  # where the child writes what it collected
@@ -169,14 +170,8 @@ def _word(text: str) -> str:
 
 def ini_pythonpath(config: pytest.Config) -> list[str]:
     """The project's ``pythonpath`` ini entries inside its rootdir, relative to it."""
-    top = Path(os.path.realpath(config.rootpath))
-    rels: list[str] = []
-    for entry in config.getini("pythonpath"):
-        real = Path(os.path.realpath(entry))
-        if real == top or top in real.parents:
-            rel = real.relative_to(top).as_posix() if real != top else "."
-            rels.append(rel)
-    return list(dict.fromkeys(rels))
+    rels = [relative(entry, config.rootpath, resolve=True) for entry in config.getini("pythonpath")]
+    return list(dict.fromkeys(rel for rel in rels if rel is not None))
 
 
 def _sources(tests: list[CollectedTest]) -> set[str]:
@@ -219,12 +214,11 @@ _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 def _test_data_note(files: list[str], root: Path) -> str:
     """A data-driven test's new cases are files its folder gained (tomli's
     tests/data/**/*.toml): name them, since no test function changed to gate."""
-    top = Path(os.path.realpath(root))
     data = []
     for path in files:
-        real = Path(os.path.realpath(path))
-        if top in real.parents and _TEST_FOLDERS.intersection(real.relative_to(top).parts[:-1]):
-            data.append(real.relative_to(top).as_posix())
+        rel = relative(path, root, resolve=True)
+        if rel is not None and _TEST_FOLDERS.intersection(rel.split("/")[:-1]):
+            data.append(rel)
     if not data:
         return ""
     shown = ", ".join(data[:3]) + (f" and {len(data) - 3} more" if len(data) > 3 else "")
@@ -251,9 +245,7 @@ class _Writer:
 
 
 def _inside(path: str, root: Path) -> bool:
-    real = Path(os.path.realpath(path))
-    top = Path(os.path.realpath(root))
-    return real == top or top in real.parents
+    return relative(path, root, resolve=True) is not None
 
 
 def _shown(path: Path, here: Path) -> str:

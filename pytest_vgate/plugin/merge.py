@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -287,10 +286,9 @@ def _listed(report: Mapping[str, object], key: str) -> list[Mapping[str, object]
 
 def _regular(path: Path) -> bool:
     """A regular file (a FIFO or device would block or never end a read)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    from pytest_vgate.citations.files import file_kind
+
+    return file_kind(str(path)) == "file"
 
 
 def _unchecked_described(

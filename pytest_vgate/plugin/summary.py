@@ -28,6 +28,7 @@ from pytest_vgate.payload import (
     Payload,
     VerifierPayload,
     document_order,
+    verdict_ok,
 )
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.table import leading_sentences, table_rows, wrap
@@ -133,11 +134,7 @@ def gate_counts(summary: SummaryInput) -> list[Line]:
 
 def failed_gates(summary: SummaryInput) -> list[Line]:
     """Each failed gate (and each strict failure) with its mode, cause and a short hint."""
-    failed = [
-        (n, p)
-        for n, p in summary.gates
-        if (not p.ok and p.mode is not Mode.JUDGMENT) or _strict_failure(p)
-    ]
+    failed = [(n, p) for n, p in summary.gates if not verdict_ok(p)]
     if not failed:
         return []
     lines = [Line("failed gates:")]
@@ -165,10 +162,6 @@ def hint_lines(head: str, text: str, width: int, indent: str = "  ") -> list[str
         kept = kept[:-1] + "."
     more = " (more in its failure report above)" if cut else ""
     return wrap(head + kept + more, width, indent=indent, subsequent=indent + "    ")
-
-
-def _strict_failure(payload: GateLike) -> bool:
-    return isinstance(payload, CheckPayload) and payload.strict_failure
 
 
 def _mode_rank(mode: str) -> int:
