@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_vgate.citations.anchor import strong
-from pytest_vgate.citations.decide import decide
+from pytest_vgate.citations.decide import CORRECTED, DROPPED, FABRICATED, VERIFIED, decide
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
 from pytest_vgate.citations.parse import Citation, CitationForm
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
@@ -15,10 +15,6 @@ from pytest_vgate.citations.source import FileState, SourceFile
 from pytest_vgate.clip import clip
 from pytest_vgate.verdict import CitationStatus
 
-VERIFIED = CitationStatus.VERIFIED
-CORRECTED = CitationStatus.CORRECTED
-DROPPED = CitationStatus.DROPPED
-FABRICATED = CitationStatus.FABRICATED
 NOT_AUDITED = CitationStatus.NOT_AUDITED
 
 
