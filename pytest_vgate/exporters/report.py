@@ -276,6 +276,19 @@ def sealed(report: Mapping[str, object]) -> dict[str, object]:
     return {**body, COMPLETE: {"sha256": report_digest(body)}}
 
 
+def seal_problems(report: Mapping[str, object]) -> list[str]:
+    """Why the report cannot be trusted as a whole session's: no seal, or a broken one."""
+    seal = report.get(COMPLETE)
+    if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
+        return [
+            "incomplete: the session did not reach its end (the process was ended early, "
+            "by a hook, a conftest or a signal); no verdict in it can be trusted"
+        ]
+    if seal.get("sha256") != report_digest(report):
+        return ["incomplete: the report was changed after the session sealed it"]
+    return []
+
+
 class ReportFileError(ValueError):
     """A report file that cannot be read as one; the message names the path and why."""
 

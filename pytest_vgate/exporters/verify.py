@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_vgate.exporters.report import (
-    COMPLETE,
     REPORT_VERSION,
     ReportFileError,
     gate_state,
     read_report_file,
-    report_digest,
+    seal_problems,
 )
 from pytest_vgate.jsonable import as_array, as_object
 
@@ -33,7 +32,7 @@ def problems(report: Mapping[str, object]) -> list[str]:
     """Every reason the report is not a complete, passing session; empty when it is."""
     if report.get("version") != REPORT_VERSION:
         return [f"report version {report.get('version')!r}; this verify reads {REPORT_VERSION}"]
-    found = _seal_problems(report)
+    found = seal_problems(report)
     entries = _entries(report)
     if found or entries is None:
         return found or ["the report has no `gates`/`citations` lists"]
@@ -74,18 +73,6 @@ def problems(report: Mapping[str, object]) -> list[str]:
         if entry.get("ok") is not True:
             found.append(f"{entry.get('document')}: {entry.get('mode')}: {entry.get('detail')}")
     return found
-
-
-def _seal_problems(report: Mapping[str, object]) -> list[str]:
-    seal = report.get(COMPLETE)
-    if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
-        return [
-            "incomplete: the session did not reach its end (the process was ended early, "
-            "by a hook, a conftest or a signal); no verdict in it can be trusted"
-        ]
-    if seal.get("sha256") != report_digest(report):
-        return ["incomplete: the report was changed after the session sealed it"]
-    return []
 
 
 Entries = list[Mapping[str, object]]

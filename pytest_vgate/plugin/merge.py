@@ -19,13 +19,12 @@ from typing import NoReturn, TextIO
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.exporters.report import (
-    COMPLETE,
     REPORT_VERSION,
     ReportFileError,
     file_sha256,
     gate_state,
     read_report_file,
-    report_digest,
+    seal_problems,
     sealed,
     summarize,
     write_json_report,
@@ -81,14 +80,9 @@ def read_shard(path: Path) -> JsonDict:
                 payload_of_entry(entry, kind)
             except PayloadError as exc:
                 raise MergeError(f"{path}: {key}[{i}]: {exc}") from None
-    seal = data.get(COMPLETE)
-    if not isinstance(seal, dict) or list(data)[-1] != COMPLETE:
-        raise MergeError(
-            f"{path}: the session that wrote this report did not reach its end (no seal): "
-            "its shard cannot be trusted; run it again"
-        )
-    if seal.get("sha256") != report_digest(data):
-        raise MergeError(f"{path}: the report was changed after its session sealed it")
+    unsealed = seal_problems(data)
+    if unsealed:
+        raise MergeError(f"{path}: {unsealed[0]}; run its shard again")
     for key, kind_of in (("gates_files", list), ("tree", dict), ("selection", dict)):
         if not isinstance(data.get(key), kind_of):
             raise MergeError(f"{path}: the report does not describe its session (no `{key}`)")
