@@ -150,22 +150,17 @@ def _timeout(config: pytest.Config) -> float | None:
     A value that is not a number, not finite, not above 0 or above ``MAX_TIMEOUT`` is a
     usage error naming where it came from (the command line or the ini file).
     """
-    given = config.getoption("vgate_timeout")
-    if given is not None:
-        raw, where = str(given), "--vgate-timeout (command line)"
-    else:
-        raw = str(config.getini("vgate_timeout") or "").strip()
-        if not raw:
-            return None
-        where = f"vgate_timeout in {config.inipath or 'the ini file'}"
+    raw = _value(config, "vgate_timeout")
+    if raw is None:
+        return None
     try:
         seconds = float(raw)
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT):
         raise pytest.UsageError(
-            f"pytest-vgate: {where} must be a number of seconds above 0 and at most "
-            f"{MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
+            f"pytest-vgate: {_where(config, 'vgate_timeout')} must be a number of seconds above "
+            f"0 and at most {MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
         )
     return seconds
 
