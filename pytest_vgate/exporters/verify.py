@@ -23,7 +23,7 @@ from pytest_vgate.exporters.report import (
     read_report_file,
     seal_problems,
 )
-from pytest_vgate.jsonable import as_array, as_object
+from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 
@@ -75,23 +75,13 @@ def problems(report: Mapping[str, object]) -> list[str]:
     return found
 
 
-Entries = list[Mapping[str, object]]
-
-
-def _entries(report: Mapping[str, object]) -> tuple[Entries, Entries, Entries] | None:
+def _entries(report: Mapping[str, object]) -> tuple[list[JsonDict], ...] | None:
     """The gates, citations and cited documents, if each is a list of JSON objects."""
-    lists = [report.get(key) for key in ("gates", "citations")]
-    documents = report.get("citation_documents") or []
-    found: list[Entries] = []
-    for x in (*lists, documents):
-        if not isinstance(x, list):
-            return None
-        objects = [e for e in x if isinstance(e, Mapping)]
-        if len(objects) != len(x):
-            return None
-        found.append(objects)
-    gates, citations, cited = found
-    return gates, citations, cited
+    lists = (report.get("gates"), report.get("citations"), report.get("citation_documents") or [])
+    try:
+        return tuple(json_objects(x) for x in lists)
+    except TypeError:
+        return None
 
 
 def _name(entry: Mapping[str, object]) -> str:
