@@ -30,7 +30,7 @@ from pytest_vgate.exporters.report import (
     write_json_report,
 )
 from pytest_vgate.gatesfile import GatesFileError, load_gates_file
-from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
+from pytest_vgate.jsonable import JsonDict, as_array, as_object
 from pytest_vgate.paths import relative
 from pytest_vgate.payload import (
     MissingPayload,
@@ -94,14 +94,8 @@ def read_shard(path: Path) -> JsonDict:
 
 def identity(shard: JsonDict) -> tuple[JsonDict, dict[str, object]]:
     """What shards of one run share: each gates file's content hash, and the tree."""
-    files = {str(f.get("path")): f.get("sha256") for f in _entries(shard, "gates_files")}
+    files = {str(f.get("path")): f.get("sha256") for f in _listed(shard, "gates_files")}
     return files, dict(as_object(shard["tree"]))
-
-
-def _entries(shard: JsonDict, key: str) -> list[JsonDict]:
-    """A list of JSON objects of a shard (:func:`read_shard` checked it is one), or []."""
-    value = shard.get(key)
-    return [] if value is None else json_objects(value)
 
 
 def check_same_run(shards: Sequence[tuple[Path, JsonDict]]) -> None:
@@ -169,7 +163,7 @@ def merge_reports(
     for path, shard in shards:
         shard_root = shard.get("rootdir")
         shard_root = shard_root if isinstance(shard_root, str) else None
-        for entry in _entries(shard, "gates"):
+        for entry in _listed(shard, "gates"):
             key = str(entry.get("nodeid") or entry.get("id"))
             source, _ = _source_file(entry)
             file = _shard_relative(source, shard_root) if source else ""
@@ -180,11 +174,11 @@ def merge_reports(
             if key in gates and not _worse(gates[key], entry):
                 continue
             gates[key] = entry
-        for entry in _entries(shard, "citations"):
+        for entry in _listed(shard, "citations"):
             key = str(entry.get("nodeid") or (entry.get("source"), entry.get("citation")))
             if key not in citations or (_citation_ok(citations[key]) and not _citation_ok(entry)):
                 citations[key] = dict(entry)
-        for entry in _entries(shard, "citation_documents"):
+        for entry in _listed(shard, "citation_documents"):
             key = str(entry.get("document"))
             if key not in documents or (documents[key].get("ok") and not entry.get("ok")):
                 documents[key] = dict(entry)
@@ -193,7 +187,7 @@ def merge_reports(
     declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
     described: dict[str, JsonDict] = {}  # what the shards say of their gates files
     for _, shard in shards:
-        for desc in _entries(shard, "gates_files"):
+        for desc in _listed(shard, "gates_files"):
             described.setdefault(str(desc.get("path")), desc)
     for rel, desc in described.items():
         here = Path(root) / rel
@@ -273,9 +267,9 @@ def merge_reports(
     }, warnings
 
 
-def _listed(report: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
-    """The entries under ``key`` of a report :func:`merge_reports` made (JSON objects)."""
-    return [as_object(entry) for entry in as_array(report.get(key))]
+def _listed(report: Mapping[str, object], key: str) -> list[JsonDict]:
+    """The JSON objects listed under ``key`` (a checked shard's, or the merged report's)."""
+    return [entry for entry in as_array(report.get(key)) if isinstance(entry, dict)]
 
 
 def _regular(path: Path) -> bool:
