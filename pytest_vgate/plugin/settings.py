@@ -145,11 +145,7 @@ def option_path(config: pytest.Config, name: str) -> Path | None:
 
 
 def _timeout(config: pytest.Config) -> float | None:
-    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given.
-
-    A value that is not a number, not finite, not above 0 or above ``MAX_TIMEOUT`` is a
-    usage error naming where it came from (the command line or the ini file).
-    """
+    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given."""
     raw = _value(config, "vgate_timeout")
     if raw is None:
         return None
