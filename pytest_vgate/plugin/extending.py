@@ -271,10 +271,8 @@ def adjustment_warnings(payloads: Mapping[str, Payload]) -> list[str]:
 
 
 def github_enabled(config: pytest.Config, environ: Mapping[str, str]) -> bool:
-    given = config.getoption("vgate_github")
-    if given:
-        return True
-    return bool(config.getini("vgate_github")) or environ.get("GITHUB_ACTIONS") == "true"
+    given = config.getoption("vgate_github") or config.getini("vgate_github")
+    return bool(given) or environ.get("GITHUB_ACTIONS") == "true"
 
 
 def register_exporters(config: pytest.Config) -> None:
