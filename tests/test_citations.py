@@ -23,6 +23,7 @@ from pytest_vgate.citations import (
     split_lines,
     summary_block,
 )
+from pytest_vgate.gatesfile import GatesFileError, load_gates_file
 from pytest_vgate.verdict import CitationDescription, CitationStatus
 
 NOT_JUDGED = CitationDescription.NOT_JUDGED
@@ -866,9 +867,17 @@ def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) 
     started = time.monotonic()
     found = expand("**/*.md", root)
     assert time.monotonic() - started < 30  # a generous hang bound, not a speed check
-    rels = sorted(path.relative_to(root.resolve()).as_posix() for path in found)
+    real_root = root.resolve()
+    outside = [path for path in found if not path.is_relative_to(real_root)]
+    assert outside == [(tmp_path / "outside/leak.md").resolve()]  # a file link out: real path
+    rels = sorted(path.relative_to(real_root).as_posix() for path in found if path not in outside)
     assert rels == ["docs/[ab].md", "docs/a.md", "docs/b.md", "docs/pipe.md", "docs/x/c.md",
                     "docs/x/y/d.md", "top.md"]  # fmt: skip
+    # The gates file that names a document outside (after symlinks) is refused, never read.
+    (root / "gates.yaml").write_text("gates:\n  - id: a\n    check: python -c pass\n"
+                                     "citations: ['docs/*.md']\n")  # fmt: skip
+    with pytest.raises(GatesFileError, match=r"leak\.md lies outside the root"):
+        load_gates_file(root / "gates.yaml")
 
 
 def test_c_comment_blocks_are_comments_and_preprocessor_lines_are_code(tmp_path: Path) -> None:
