@@ -18,17 +18,13 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.plugin.citation_items import (
-    CitationDocumentItem,
-    CitationDocumentNode,
-    CitationItem,
-)
-from pytest_vgate.plugin.items import GatesFileNode, VgateItem
+from pytest_vgate.plugin.citation_items import CitationDocumentNode
+from pytest_vgate.plugin.failures import PluginItem
+from pytest_vgate.plugin.items import GatesFileNode
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.settings import Settings
 
 _MADE = pytest.StashKey[list[pytest.Item | pytest.Collector]]()
-_OURS = (VgateItem, CitationItem, CitationDocumentItem)
 KEEP_ITEMS = "vgate-keep-items"
 
 
@@ -66,7 +62,7 @@ class KeepItems:
         del collector.stash[_MADE]
         if report.passed and len(report.result) != len(made):
             kept = {id(node) for node in report.result}
-            report.result[:] = [n for n in made if id(n) in kept or isinstance(n, _OURS)]
+            report.result[:] = [n for n in made if id(n) in kept or isinstance(n, PluginItem)]
         return report
 
 

@@ -24,9 +24,9 @@ from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.gatesfile import GatesFile, GatesFileError
 from pytest_vgate.payload import Payload, TestPayload, verdict_ok
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.collection import arg_path
-from pytest_vgate.plugin.items import VerifierItem, VgateItem
+from pytest_vgate.plugin.failures import PluginItem
+from pytest_vgate.plugin.items import VerifierItem
 from pytest_vgate.plugin.session import RESOURCES
 
 SELECTION_KEY = "vgate_selection"
@@ -41,7 +41,7 @@ NEVER_RAN = "never ran: no report of its run reached pytest-vgate (a hook or pyt
 
 
 def is_vgate_item(item: pytest.Item) -> bool:
-    return isinstance(item, (VgateItem, CitationItem, CitationDocumentItem))
+    return isinstance(item, PluginItem)
 
 
 @dataclass(frozen=True)

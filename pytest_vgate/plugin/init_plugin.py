@@ -48,7 +48,6 @@ def run_init(config: pytest.Config) -> int:
     out = Path(config.getoption("vgate_init_out") or "gates.yaml")
     out = out if out.is_absolute() else config.invocation_params.dir / out
     force = bool(config.getoption("vgate_init_force"))
-    tw = _Writer()
     try:
         if out.exists() and not force:
             raise InitError(
@@ -66,13 +65,13 @@ def run_init(config: pytest.Config) -> int:
         others = [p for p in inside if p.endswith(".py") and p not in test_files]
         for path, line in changed_doctests(change, root):
             flag = "--doctest-modules" if path.endswith(".py") else "--doctest-glob='*'"
-            tw.line(
+            _say(
                 f"vgate-init: note: the change touches a doctest at {path}:{line}, which "
                 "init does not gate; give it a gate of its own with "
                 f"`check: python -m pytest -q {flag} {shlex.quote(path)}`"
             )
         if not test_files and not others:
-            tw.line(
+            _say(
                 f"vgate-init: no test file changed since {base} ({change.sha[:12]})"
                 f"{_test_data_note(change.files, root)}; no gates file written"
             )
@@ -82,7 +81,7 @@ def run_init(config: pytest.Config) -> int:
         collected, errors, found = collect_tests(config, [] if whole else test_files, pythonpath)
         if found:
             pythonpath = [*pythonpath, *(p for p in found if p not in pythonpath)]
-            tw.line(
+            _say(
                 f"vgate-init: the tests import the project from {', '.join(found)} (it is "
                 f"not installed): every gate sets PYTHONPATH={os.pathsep.join(pythonpath)}, "
                 "so the base runs import the base's copy"
@@ -90,15 +89,15 @@ def run_init(config: pytest.Config) -> int:
         fatal = [e for e in errors if not whole or _names_any(e.path, test_files)]
         for error in errors:
             if error in fatal:
-                tw.line(f"vgate-init: could not collect: {error.text}", red=True)
+                _say(f"vgate-init: could not collect: {error.text}", red=True)
             else:
-                tw.line(
+                _say(
                     f"vgate-init: note: could not collect {error.path}; tests there that "
                     "inherit the change get no gate",
                     red=True,
                 )
         if fatal:
-            tw.line(
+            _say(
                 "vgate-init: fix the collection errors above (run `pytest --collect-only` on "
                 "those files) and run --vgate-init again; no gates file written",
                 red=True,
@@ -108,18 +107,18 @@ def run_init(config: pytest.Config) -> int:
         for test in select_tests(collected, change):
             why = inexpressible(test)
             if why:
-                tw.line(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
+                _say(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
             else:
                 chosen.append(test)
         if not chosen and not test_files:
-            tw.line(
+            _say(
                 f"vgate-init: no test file changed since {base} ({change.sha[:12]}), and no "
                 f"test the suite collects is defined in the changed code"
                 f"{_test_data_note(change.files, root)}; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
         if not chosen:
-            tw.line(
+            _say(
                 f"vgate-init: {_count(len(test_files), 'test file')} changed since {base}, "
                 "but no test function in them did; no gates file written"
             )
@@ -139,20 +138,20 @@ def run_init(config: pytest.Config) -> int:
         )
         write_gates_file(out, text, force=force)
     except InitError as exc:
-        tw.line(f"vgate-init: {exc}", red=True)
+        _say(f"vgate-init: {exc}", red=True)
         return int(pytest.ExitCode.USAGE_ERROR)
     shown = _shown(out, config.invocation_params.dir)
-    tw.line(
+    _say(
         f"vgate-init: wrote {shown} ({_count(len(chosen), 'gate')}, one per test added or "
         f"changed since {base})"
     )
-    tw.write(text)
-    tw.line(f"next: {command}")
+    _say(text, end="")
+    _say(f"next: {command}")
     written = os.path.realpath(out)  # an earlier run's gates file is not the change
     changed = [p for p in change.files if os.path.realpath(p) != written]
     note = _tests_only_note(changed, overlay, root, base)
     if note:
-        tw.line(note)
+        _say(note)
     return int(pytest.ExitCode.OK)
 
 
@@ -233,15 +232,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-class _Writer:
-    """Plain lines on stdout: this runs before pytest's terminal reporter exists."""
-
-    def line(self, text: str, **_: Any) -> None:
-        self.write(text + "\n")
-
-    def write(self, text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+def _say(text: str, *, end: str = "\n", red: bool = False) -> None:
+    """Plain text on stdout (uncoloured): this runs before pytest's terminal reporter exists."""
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
 
 
 def _inside(path: str, root: Path) -> bool:
