@@ -116,7 +116,7 @@ def _verdict_table(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> str:
             f"<td>{esc(gate.get('mode'))}</td>",
             f"<td>{esc(gate.get('cause') or '-')}</td>",
             f"<td>{esc(gate.get('rbg') or '-')}</td>",
-            f"<td>{esc(_coverage_status(gate))}</td>",
+            f"<td>{esc(as_object(gate.get('coverage')).get('status') or '-')}</td>",
             f"<td>{esc(_discrimination_text(gate))}</td>",
             f'<td data-value="{seconds:.6f}">{seconds:.2f}s</td>',
         ]
@@ -128,11 +128,6 @@ def _verdict_table(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> str:
 
 def _name(gate: Mapping[str, Any]) -> str:
     return str(gate.get("id") or gate.get("nodeid") or "?")
-
-
-def _coverage_status(gate: Mapping[str, Any]) -> str:
-    coverage = gate.get("coverage")
-    return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
 
 
 def _discrimination_text(gate: Mapping[str, Any]) -> str:

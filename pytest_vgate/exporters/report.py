@@ -7,6 +7,7 @@ report that cannot be written is a warning, never a failed session.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -351,7 +352,7 @@ def check_targets(gate: Gate, root: Path) -> list[JsonDict]:
     Used for report locations (SARIF, annotations); never raises.
     """
     found: dict[str, JsonDict] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         real_root = os.path.realpath(root)
         cwd = Path(real_root) / gate.cwd
         words: list[tuple[str, str]] = []
@@ -372,8 +373,6 @@ def check_targets(gate: Gate, root: Path) -> list[JsonDict]:
             if candidate in found or not os.path.isfile(candidate):
                 continue
             found[candidate] = {"path": candidate, "line": _def_line(candidate, name)}
-    except (OSError, ValueError):
-        return list(found.values())
     return list(found.values())
 
 

@@ -305,11 +305,9 @@ def _coverage_text(p: CheckPayload) -> str:
 
 def _now_text(p: CheckPayload) -> str:
     """The run on the current tree: what it did, not what the gate was judged."""
-    code = p.exit_code
-    green = p.green
-    mode = green.get("mode") if green is not None else p.mode.value
-    if code is not None:
-        return f"exit {code}"
+    if p.exit_code is not None:
+        return f"exit {p.exit_code}"
+    mode = p.green.get("mode") if p.green is not None else p.mode.value
     return str(mode or "-")
 
 
