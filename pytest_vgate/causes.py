@@ -1,17 +1,11 @@
 """Whose fault a failed run is: the product's, the test's, or the environment's.
 
-The runner and the verifier path ask here, so that one rule decides everywhere:
-
-- a pytest check that exits 2-5 (interrupted, internal error, usage error such as a
-  node id typo, nothing collected) never reached an answer about the product: the test
-  is broken (``broken_test``), not the product. The same for a check whose ``python``
-  has no pytest ("No module named pytest"), and a check in which unittest could not
-  load a test it was named (no such test, or its module does not import).
-- an exception a Python verifier did not catch is the verifier's bug (``error``,
-  ``broken_test``) -- unless the code under test raised it: when the innermost frame of
-  the tree's own code is a product file (inside the root, not the verifier's module, not
-  a test file, not an installed package), the product answered, by raising: mode
-  ``fail``, cause ``product``, and on a base that is a genuine red.
+One rule for the runner and the verifier path. A pytest check that exits 2-5, whose
+``python`` has no pytest, or in which unittest could not load a test it was named, never
+answered about the product: ``broken_test``. An exception a verifier did not catch is its
+bug (``error``, ``broken_test``), unless the innermost frame of the tree's own code is a
+product file (in the root; not the verifier's module, a test file or an installed
+package): the product answered by raising (``fail``, ``product``; on a base, a genuine red).
 """
 
 from __future__ import annotations

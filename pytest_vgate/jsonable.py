@@ -1,18 +1,13 @@
-"""One JSON encoding for the plugin's frozen value types (the ``to_dict``/``from_dict`` pair),
-and ``StrEnum``, the base of every closed vocabulary.
+"""One JSON encoding for the plugin's frozen value types, and ``StrEnum``, the base of every
+closed vocabulary.
 
-``to_json(obj)`` turns a dataclass into JSON-able primitives (what survives xdist, a pipe or
-the ledger): fields in declaration order, enums by value, tuples as lists, ``Path`` as str,
-nested dataclasses as objects. ``from_json(cls, data)`` is its inverse, driven by the
-field annotations, and strict, because what it reads may come from another process or a
-file someone edited: an unknown key, a missing key of a field without a default, or a
-value of the wrong type raises :class:`JsonShapeError` naming the class and the field.
-A float field may carry ``metadata=rounded(6)``: encoded rounded (durations). A class may
-name read-only attributes in ``__json_head__``/``__json_tail__``: encoded before/after the
-fields (a format version, a derived name for readers) and skipped when decoding.
-:class:`Jsonable` gives a dataclass the ``to_dict``/``from_dict`` pair through these two.
-A type whose JSON is not its fields keeps its own ``to_dict``/``from_dict``; used as a field
-type, those are what encode and decode it.
+``to_json`` turns a dataclass into JSON-able primitives (fields in order, enums by value,
+tuples as lists, ``Path`` as str); ``from_json`` is its inverse, driven by the field
+annotations, and strict, because what it reads may come from another process or an edited
+file: an unknown or missing key or a wrong type raises :class:`JsonShapeError` naming the
+field. ``metadata=rounded(6)`` rounds a float; ``__json_head__``/``__json_tail__`` name
+read-only attributes encoded around the fields. A type whose JSON is not its fields keeps
+its own ``to_dict``/``from_dict``, which encode and decode it as a field.
 """
 
 from __future__ import annotations

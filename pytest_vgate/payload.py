@@ -1,15 +1,10 @@
 """What an item hands the controller: one frozen type per payload kind, one JSON codec.
 
-A payload is an item's result as the controller reads it: a gate's or a verifier's
-(:class:`GatePayload`, :class:`VerifierPayload`), a marked ordinary test's, a citation's,
-a cited document's, an xdist crash's, a gate no shard ran (merge). Each is built in one
-place and crosses the xdist boundary as its JSON object (``to_dict()``: plain values, the
-``kind`` naming the type); :func:`decode_payload` is the one way back, strict, because
-what it reads travelled through another process and other plugins' hooks: an unknown
-kind, an unknown key or a value of the wrong type raises :class:`PayloadError`. Nested
-records (a verdict, evidence records, coverage) stay the JSON objects their own types
-wrote (``JsonObject``): the report prints them as they are, and their readers decode
-them with those types. Core module: never imports pytest.
+Each payload is built in one place and crosses the xdist boundary as its JSON object
+(``to_dict()``, ``kind`` naming the type); :func:`decode_payload` is the one way back,
+strict, because it travelled through another process and other plugins' hooks. Nested
+records (a verdict, evidence, coverage) stay the JSON objects their own types wrote
+(``JsonObject``), decoded by those types where they are read.
 """
 
 from __future__ import annotations
@@ -72,9 +67,6 @@ class PayloadKind(StrEnum):
     CITATION_DOCUMENT = "citation-document"  # a document's own result (its read, its errors)
     CRASHED = "crashed"  # the xdist worker died inside the item (or its payload was unreadable)
     MISSING = "missing"  # a selected gate with no result (merge of remote reports)
-
-
-CITATION_KINDS = (PayloadKind.CITATION, PayloadKind.CITATION_DOCUMENT)
 
 
 class PayloadError(ValueError):
@@ -256,6 +248,15 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
     PayloadKind.CITATION_DOCUMENT.value: CitationDocumentPayload,
     PayloadKind.MISSING.value: MissingPayload,
 }
+
+
+def verdict_ok(payload: Payload) -> bool:
+    """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
+    if isinstance(payload, CheckPayload) and payload.strict_failure:
+        return False
+    if payload.mode is Mode.JUDGMENT:
+        return True
+    return payload.ok
 
 
 def decode_payload(data: object) -> Payload:

@@ -1,8 +1,7 @@
 """The verdict vocabulary: modes, causes, red-before-green statuses, citation outcomes.
 
-Every value here is public (docs/modes.md): the enum string values are what junit
-properties, the JSON report and the ledger carry. Verdicts are immutable and turn
-into JSON-able dicts, because that is what survives the trip from an xdist worker.
+Every enum value is public (docs/modes.md): what junit properties, the JSON report and the
+ledger carry. Verdicts are immutable and JSON-able, to survive the trip from a worker.
 """
 
 from __future__ import annotations

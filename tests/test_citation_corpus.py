@@ -125,11 +125,11 @@ def test_fixing_converges_on_the_corpus(tmp_path: Path) -> None:
     from pytest_vgate.citations import CitationChecker, fix_documents, parse_citations
 
     answer, _, _ = build_corpus(tmp_path)
-    first = CitationChecker(tmp_path).check_all(parse_citations(answer))
+    first = [CitationChecker(tmp_path).check(c) for c in parse_citations(answer)]
     corrected = {r.citation.line for r in first if r.status.value == "corrected"}
     assert len(corrected) >= 300
     assert fix_documents(first) == {answer: len(corrected)}
-    second = CitationChecker(tmp_path).check_all(parse_citations(answer))
+    second = [CitationChecker(tmp_path).check(c) for c in parse_citations(answer)]
     by_line = {r.citation.line: r for r in second}
     again = [(r.citation.raw, r.reason) for r in second if r.status.value == "corrected"]
     assert again == []
@@ -202,10 +202,10 @@ def test_release_corpus_fix_converges(tmp_path: Path) -> None:
     measure_release(tmp_path)
     for library in ("humanize", "toolz", "click"):
         answer = tmp_path / library / "answer.md"
-        first = CitationChecker(answer.parent).check_all(parse_citations(answer))
+        first = [CitationChecker(answer.parent).check(c) for c in parse_citations(answer)]
         corrected = {r.citation.line for r in first if r.status.value == "corrected"}
         assert corrected and fix_documents(first) == {answer: len(corrected)}
-        second = CitationChecker(answer.parent).check_all(parse_citations(answer))
+        second = [CitationChecker(answer.parent).check(c) for c in parse_citations(answer)]
         assert [r.citation.raw for r in second if r.status.value == "corrected"] == []
         assert all(
             r.status.value in ("verified", "unsupported")

@@ -23,6 +23,7 @@ from pytest_vgate.citations import (
     split_lines,
     summary_block,
 )
+from pytest_vgate.gatesfile import GatesFileError, load_gates_file
 from pytest_vgate.verdict import CitationDescription, CitationStatus
 
 NOT_JUDGED = CitationDescription.NOT_JUDGED
@@ -35,7 +36,7 @@ def repo(request: pytest.FixtureRequest, tmp_path: Path) -> CitationRepo:
 
 
 def check_document(root: Path, answer: Path) -> list[CitationResult]:
-    return CitationChecker(root).check_all(parse_citations(answer))
+    return [CitationChecker(root).check(c) for c in parse_citations(answer)]
 
 
 # --- the acceptance document -----------------------------------------------------------
@@ -58,7 +59,8 @@ def test_every_case_has_its_outcome_and_location(repo: CitationRepo) -> None:
 
 def test_index_source_follows_the_tree(repo: CitationRepo) -> None:
     checker = CitationChecker(repo.root)
-    checker.check_all(parse_citations(repo.answer))
+    for citation in parse_citations(repo.answer):
+        checker.check(citation)
     git = (repo.root / ".git").exists()
     assert checker.files.index_source == ("git" if git else "walk")
 
@@ -404,7 +406,7 @@ def test_large_and_binary_files_are_reported_not_read(tmp_path: Path) -> None:
     (tmp_path / "early_nul.txt").write_bytes(b"needle_word\0\n")
     doc = tmp_path / "a.md"
     doc.write_text("big.py:1 — `f`\nlate_nul.txt:5002 — `needle_word`\nearly_nul.txt:1 — x\n")
-    results = CitationChecker(tmp_path, max_bytes=1024).check_all(parse_citations(doc))
+    results = [CitationChecker(tmp_path, max_bytes=1024).check(c) for c in parse_citations(doc)]
     assert [r.status for r in results] == [
         CitationStatus.DROPPED,
         CitationStatus.DROPPED,
@@ -412,7 +414,7 @@ def test_large_and_binary_files_are_reported_not_read(tmp_path: Path) -> None:
     ]
     assert "over the 1024-byte bound" in results[0].reason
     assert "binary" in results[2].reason
-    results = CitationChecker(tmp_path).check_all(parse_citations(doc))
+    results = [CitationChecker(tmp_path).check(c) for c in parse_citations(doc)]
     assert results[1].status is CitationStatus.VERIFIED  # a NUL after 8 KiB is text
 
 
@@ -465,7 +467,7 @@ def test_each_file_is_read_once_for_many_citations(tmp_path: Path) -> None:
         + "".join(f"- lost/m{i}.py:{2 * k + 1} — `f_{i}_{k}`\n" for i in range(5) for k in range(3))
     )
     checker = CitationChecker(tmp_path)
-    results = checker.check_all(parse_citations(doc))
+    results = [checker.check(c) for c in parse_citations(doc)]
     assert len(results) == 515
     assert {r.status for r in results[:500]} == {CitationStatus.VERIFIED}
     assert {r.status for r in results[500:]} == {CitationStatus.CORRECTED}
@@ -788,7 +790,7 @@ def test_vcs_metadata_is_refused_and_never_read(tmp_path: Path) -> None:
         "- sub/../.git/config:1 — `url`\n- cfg.ini:1 — `url`\n- docs/.git/config:1 — `url`\n"
     )
     checker = CitationChecker(tmp_path)
-    results = checker.check_all(parse_citations(doc))
+    results = [checker.check(c) for c in parse_citations(doc)]
     assert [r.status for r in results] == [CitationStatus.DROPPED] * 6
     for r in results:
         assert r.outside_root and "version-control metadata" in r.reason, r.reason
@@ -841,7 +843,7 @@ def test_expansion_agrees_with_glob_on_a_plain_tree(tmp_path: Path, pattern: str
         for m in glob.glob(pattern, root_dir=tmp_path, recursive=True)
         if (tmp_path / m).is_file()
     )
-    assert [m.path for m in expand(pattern, tmp_path)] == expected
+    assert expand(pattern, tmp_path) == expected
 
 
 def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) -> None:
@@ -863,13 +865,19 @@ def test_expansion_terminates_on_symlink_loops_and_stays_inside(tmp_path: Path) 
     (root / ".git/x.md").write_text("x\n")
     os.mkfifo(root / "docs/pipe.md")
     started = time.monotonic()
-    found = expand("**/*.md", root, allowed=(root,))
+    found = expand("**/*.md", root)
     assert time.monotonic() - started < 30  # a generous hang bound, not a speed check
-    rels = sorted(m.path.relative_to(root.resolve()).as_posix() for m in found)
+    real_root = root.resolve()
+    outside = [path for path in found if not path.is_relative_to(real_root)]
+    assert outside == [(tmp_path / "outside/leak.md").resolve()]  # a file link out: real path
+    rels = sorted(path.relative_to(real_root).as_posix() for path in found if path not in outside)
     assert rels == ["docs/[ab].md", "docs/a.md", "docs/b.md", "docs/pipe.md", "docs/x/c.md",
                     "docs/x/y/d.md", "top.md"]  # fmt: skip
-    pipe = next(m for m in found if m.path.name == "pipe.md")
-    assert pipe.unreadable == "it is a named pipe (FIFO), not a regular file"
+    # The gates file that names a document outside (after symlinks) is refused, never read.
+    (root / "gates.yaml").write_text("gates:\n  - id: a\n    check: python -c pass\n"
+                                     "citations: ['docs/*.md']\n")  # fmt: skip
+    with pytest.raises(GatesFileError, match=r"leak\.md lies outside the root"):
+        load_gates_file(root / "gates.yaml")
 
 
 def test_c_comment_blocks_are_comments_and_preprocessor_lines_are_code(tmp_path: Path) -> None:

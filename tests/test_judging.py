@@ -21,7 +21,7 @@ from pytest_vgate import Cause, Gate, Mode, Outcome, Verdict
 from pytest_vgate.context import RunContext
 from pytest_vgate.gate.runner import run_check
 from pytest_vgate.gatesfile import GateType
-from pytest_vgate.payload import GatePayload
+from pytest_vgate.payload import CheckPayload, GatePayload
 from pytest_vgate.plugin import hookspecs
 from pytest_vgate.plugin.extending import ask_judges, install_guard
 from pytest_vgate.plugin.judging import (
@@ -29,7 +29,6 @@ from pytest_vgate.plugin.judging import (
     apply_adjustments,
     call_with_deadline,
     make_judge,
-    payload_state,
     verdict_from_judgment,
 )
 
@@ -41,6 +40,15 @@ class Impostor:
 
 class OutcomeSubclass(Outcome):
     pass
+
+
+def payload_state(payload: CheckPayload) -> str:
+    """``pass``, ``skip`` (judgment, not strict) or ``fail``: what a gate's payload says."""
+    if payload.ok:
+        return "pass"
+    if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
+        return "skip"
+    return "fail"
 
 
 def _sleep_forever() -> object:

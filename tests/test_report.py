@@ -12,7 +12,6 @@ from helpers.report import report_errors
 
 from pytest_vgate.evidence.reach import CoverageStatus
 from pytest_vgate.exporters.report import (
-    BASE_FIELDS,
     GATE_FIELDS,
     REPORT_VERSION,
     build_report,
@@ -26,6 +25,9 @@ from pytest_vgate.payload import (
     decode_payload,
 )
 from pytest_vgate.verdict import Cause, CitationStatus, Mode, Rbg
+
+# Added to a gate entry by the controller under --vgate-base (the page reads them).
+BASE_FIELDS = ("diff", "advice")
 
 
 def _gate(gate_id: str, mode: str, *, ok: bool, rbg: str | None = None, **extra: object) -> Payload:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from pytest_vgate.citations.anchor import strong
-from pytest_vgate.citations.decide import decide
+from pytest_vgate.citations.decide import CORRECTED, DROPPED, FABRICATED, VERIFIED, decide
 from pytest_vgate.citations.files import MAX_BYTES, RootFiles
 from pytest_vgate.citations.parse import Citation, CitationForm
 from pytest_vgate.citations.result import MAX_TEXT, CitationResult
@@ -16,10 +15,6 @@ from pytest_vgate.citations.source import FileState, SourceFile
 from pytest_vgate.clip import clip
 from pytest_vgate.verdict import CitationStatus
 
-VERIFIED = CitationStatus.VERIFIED
-CORRECTED = CitationStatus.CORRECTED
-DROPPED = CitationStatus.DROPPED
-FABRICATED = CitationStatus.FABRICATED
 NOT_AUDITED = CitationStatus.NOT_AUDITED
 
 
@@ -34,9 +29,6 @@ class CitationChecker:
     def __init__(self, root: Path | str, *, max_bytes: int = MAX_BYTES) -> None:
         self.root = Path(os.path.realpath(root))
         self.files = RootFiles(self.root, max_bytes=max_bytes)
-
-    def check_all(self, citations: Iterable[Citation]) -> list[CitationResult]:
-        return [self.check(c) for c in citations]
 
     def check(self, citation: Citation) -> CitationResult:
         """Never raises: an internal failure is a ``dropped`` result saying so."""

@@ -203,7 +203,7 @@ def decide(sf: SourceFile, c: Citation) -> Located:
         names = ", ".join(f"`{e}`" for e in named)
         problem = f"{names} not on {spot}{width_note(sf, start, end)}"
         loc = search(sf, named, start, end, problem, near=True, beyond=False)
-        facts, claim, (s, e) = sf.facts(), read_claim(c.description), (loc.start, loc.end)
+        facts, claim, (s, e) = sf.facts, read_claim(c.description), (loc.start, loc.end)
         if facts and claim.verbs and loc.status is CORRECTED and s and e:
             acts = _scope(sf, facts, _here(claim, facts, s, e), named[0], s, e, facts.acts)
             act = (
@@ -263,7 +263,7 @@ def _describe(sf: SourceFile, c: Citation, claim: Claim, subject: str, loc: Loca
             loc = _moved(c, loc, *moved)
             if loc.status is not CORRECTED:
                 return loc
-    facts = sf.facts()
+    facts = sf.facts
     if facts is None or not claim.checkable:
         reason = "its words name nothing the syntax can decide"
         if claim.starts:

@@ -1,31 +1,21 @@
 """Cited documents: expanding ``citations:`` globs, and reading a document safely.
 
 Expansion walks the folder without following directory symlinks (``glob.glob`` with
-``**`` follows them, and a link back up the tree makes it run for ever), never enters
-version-control metadata, and keeps only what lies inside the allowed folders after
-symlinks. Whatever it matches that is not a regular file (a named pipe, a socket, a
-device) is kept with the reason it will not be read, so the session can report it.
+``**`` follows them, and a link back up the tree makes it run for ever) and never enters
+version-control metadata. What it matches that is not a regular file (a named pipe, a
+socket, a device) is kept: the session reports why it is not read.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_vgate.citations.files import VCS_DIRS, file_kind, inside, read_regular
+from pytest_vgate.citations.files import VCS_DIRS, file_kind, read_regular
 
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 _MAGIC = re.compile(r"[*?\[]")
-
-
-@dataclass(frozen=True)
-class Match:
-    """One path a pattern matched: ``unreadable`` says why it will not be read."""
-
-    path: Path
-    unreadable: str = ""
 
 
 def _segment_regex(segment: str) -> str:
@@ -80,40 +70,28 @@ def _static_prefix(pattern: str) -> str:
     return "/".join(fixed)
 
 
-def expand(pattern: str, folder: Path, allowed: tuple[Path, ...] | None = None) -> list[Match]:
-    """Files matching ``pattern`` under ``folder``, sorted; terminates on any tree.
-
-    Directory symlinks are not followed, ``.git``/``.hg``/``.svn`` are never entered, and
-    a match whose real path lies outside every folder of ``allowed`` (when given) is left
-    out.
-    """
+def expand(pattern: str, folder: Path) -> list[Path]:
+    """The real paths of what ``pattern`` matches under ``folder``, sorted; terminates on any
+    tree: directory symlinks are not followed and ``.git``/``.hg``/``.svn`` never entered.
+    A match that is not a regular file is kept: reading it says why it is not read."""
     regex = pattern_regex(pattern)
-    base = folder / _static_prefix(pattern) if _static_prefix(pattern) else folder
-    if ".." in Path(pattern).parts:
-        base = folder  # resolved below; matches must still lie inside ``allowed``
-    real_allowed = None if allowed is None else [os.path.realpath(a) for a in allowed]
-    found: list[Match] = []
-    if not _MAGIC.search(pattern):
+    prefix = _static_prefix(pattern)
+    base = folder / prefix if prefix and ".." not in Path(pattern).parts else folder
+    magic = _MAGIC.search(pattern)
+    if not magic:
         candidates = [folder / pattern] if os.path.lexists(folder / pattern) else []
     else:
-        candidates = list(_walk(base))
+        candidates = _walk(base)
+    found: set[Path] = set()
     for path in candidates:
         rel = os.path.relpath(path, folder).replace(os.sep, "/")
-        if _MAGIC.search(pattern) and not regex.match(rel):
+        if magic and not regex.match(rel):
             continue
         real = os.path.realpath(path)
-        if real_allowed is not None and not any(inside(real, a) for a in real_allowed):
+        if file_kind(real) in ("dir", "") or any(part in VCS_DIRS for part in Path(rel).parts):
             continue
-        kind = file_kind(real)
-        if kind == "dir" or kind == "":
-            continue
-        if any(part in VCS_DIRS for part in Path(rel).parts):
-            continue
-        found.append(
-            Match(Path(real), "" if kind == "file" else f"it is {kind}, not a regular file")
-        )
-    unique = {m.path: m for m in found}
-    return [unique[p] for p in sorted(unique)]
+        found.add(Path(real))
+    return sorted(found)
 
 
 def _walk(base: Path) -> list[Path]:

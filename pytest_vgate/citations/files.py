@@ -9,13 +9,12 @@ read.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_vgate.citations.source import FileState, SourceFile, split_lines
-from pytest_vgate.process.regular import NotRegularFile, open_regular
+from pytest_vgate.process.regular import NotRegularFile, kind_of, open_regular
 
 MAX_BYTES = 5 * 1024 * 1024  # files over this are reported, not read
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr"})  # never read, whatever is cited
@@ -170,16 +169,6 @@ class RootFiles:
         return SourceFile(rel, FileState.OK, size=len(data), text=text, lines=lines, _starts=starts)
 
 
-_KINDS = (
-    (stat.S_ISREG, "file"),
-    (stat.S_ISDIR, "dir"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def file_kind(path: str) -> str:
     """``file``, ``dir``, a special file's description, or ``""`` when nothing is there.
 
@@ -189,7 +178,8 @@ def file_kind(path: str) -> str:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return ""
-    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+    kind = kind_of(mode)
+    return {"a regular file": "file", "a folder": "dir"}.get(kind, kind)
 
 
 def vcs_part(rel: str) -> str:

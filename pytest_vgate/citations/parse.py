@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from pytest_vgate.citations.entities import HOST_SUFFIXES, extract_entities, words
 from pytest_vgate.jsonable import Jsonable, StrEnum
+from pytest_vgate.paths import relative
 
 
 class CitationForm(StrEnum):
@@ -72,15 +73,8 @@ class Citation(Jsonable):
 
     def source(self, root: Path | None = None) -> str:
         """``document:line``, the document relative to ``root`` when it lies inside."""
-        doc = self.document
-        if root is not None:
-            try:
-                doc = Path(os.path.relpath(self.document, root))
-            except ValueError:
-                doc = self.document
-            if doc.as_posix().startswith("../"):
-                doc = self.document
-        return f"{doc.as_posix()}:{self.line}"
+        rel = relative(self.document, root) if root is not None else None
+        return f"{rel or self.document.as_posix()}:{self.line}"
 
 
 _LOC_BODY = (
@@ -176,15 +170,11 @@ def _token(m: re.Match[str], base: int = 0) -> Token | None:
         start_span = sp("line")
     else:
         start, start_span = int(m.group("hline")), sp("hline")
+        col = None
         if m.group("hend") is not None:
-            form, end, end_span, col = (
-                CitationForm.HASH_RANGE,
-                int(m.group("hend")),
-                sp("hend"),
-                None,
-            )
+            form, end, end_span = CitationForm.HASH_RANGE, int(m.group("hend")), sp("hend")
         else:
-            form, end, end_span, col = CitationForm.HASH, start, None, None
+            form, end, end_span = CitationForm.HASH, start, None
     return Token(
         span=(m.start() + shift, m.end() + shift),
         path=path,

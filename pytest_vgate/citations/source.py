@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -110,14 +111,8 @@ class SourceFile:
     text: str = ""
     lines: list[str] = field(default_factory=list)
     _starts: list[int] = field(default_factory=list)
-    _defs: dict[str, list[_PyDef]] | None = None
     _seen: dict[str, tuple[int, ...]] = field(default_factory=dict)
     _hits: dict[str, EntityHits] = field(default_factory=dict)
-    _index: PyIndex | None = None
-    _indexed: bool = False
-    _comments: set[int] | None = None  # C-like files: comment-only lines
-    _facts: Facts | None = None
-    _facts_read: bool = False
 
     @property
     def line_count(self) -> int:
@@ -130,31 +125,35 @@ class SourceFile:
     def is_python(self) -> bool:
         return self.rel.endswith((".py", ".pyi", ".pyw"))
 
+    @functools.cached_property
+    def _defs(self) -> dict[str, list[_PyDef]]:
+        defs: dict[str, list[_PyDef]] = {}
+        for d in _python_defs(self.text) if self.is_python else []:
+            defs.setdefault(d.name, []).append(d)
+        return defs
+
     def python_defs(self, name: str) -> list[_PyDef]:
         """Definitions whose last name is ``name`` (the AST is parsed on first use)."""
-        if self._defs is None:
-            self._defs = {}
-            for d in _python_defs(self.text) if self.is_python else []:
-                self._defs.setdefault(d.name, []).append(d)
         return self._defs.get(name, [])
 
     @property
     def stem(self) -> str:
         return self.rel.rsplit("/", 1)[-1].split(".", 1)[0]
 
+    @functools.cached_property
     def py_index(self) -> PyIndex | None:
         """The AST index of a Python file (None for other files and unparseable ones)."""
-        if not self._indexed:
-            self._indexed = True
-            self._index = python_index(self.text) if self.is_python else None
-        return self._index
+        return python_index(self.text) if self.is_python else None
 
+    @functools.cached_property
     def facts(self) -> Facts | None:
         """What each line does by its AST (None for other files and unparseable ones)."""
-        if not self._facts_read:
-            self._facts_read = True
-            self._facts = python_facts(self.text) if self.is_python else None
-        return self._facts
+        return python_facts(self.text) if self.is_python else None
+
+    @functools.cached_property
+    def _comments(self) -> set[int]:
+        """C-like files: the comment-only lines."""
+        return block_comment_lines(self.lines)
 
     def code_line(self, number: int) -> bool:
         """Not blank, not comment-only, not a docstring line: a line that holds code."""
@@ -162,17 +161,15 @@ class SourceFile:
         if text is None or is_blank(text) or is_comment(text, self.rel):
             return False
         if self.rel.endswith(C_LIKE):
-            if self._comments is None:
-                self._comments = block_comment_lines(self.lines)
             return number not in self._comments
-        index = self.py_index()
+        index = self.py_index
         return index is None or number not in index.text_lines
 
     def anchor(self, entity: str, start: int, end: int) -> str | None:
         """How ``entity`` stands as its own code on lines ``start``..``end``, or None."""
         if not any(self.code_line(k) for k in range(start, end + 1)):
             return None  # blank and comment lines never verify a description that names code
-        index = self.py_index()
+        index = self.py_index
         if index is not None and (is_identifier(entity) or is_dotted(entity)):
             for span in python_spans(index, entity, self.stem):
                 how = span_anchors(index, span, start, end)
@@ -198,7 +195,7 @@ class SourceFile:
 
     def inside_definition(self, entity: str, start: int, end: int) -> str | None:
         """Python: ``lines a-b`` of a definition of ``entity`` enclosing the cited lines."""
-        index = self.py_index()
+        index = self.py_index
         if index is None or not (is_identifier(entity) or is_dotted(entity)):
             return None
         for span in python_spans(index, entity, self.stem):
@@ -243,7 +240,7 @@ class SourceFile:
 
     def _code_occurrences(self, entity: str) -> set[int]:
         """Lines where ``entity`` stands as code (AST for Python, else non-comment lines)."""
-        index = self.py_index()
+        index = self.py_index
         if index is not None and (is_identifier(entity) or is_dotted(entity)):
             return {
                 s.head if s.kind == "def" else s.start
@@ -258,8 +255,7 @@ class SourceFile:
         dotted = is_dotted(entity)
         name = entity.rsplit(".", 1)[-1] if dotted else entity
         if is_identifier(name):
-            stem = self.rel.rsplit("/", 1)[-1].split(".", 1)[0]
-            py = [d for d in self.python_defs(name) if _names(d, entity, stem)]
+            py = [d for d in self.python_defs(name) if _names(d, entity, self.stem)]
             for d in py:
                 spans.append((d.start, d.end))
                 defs.add(d.line)

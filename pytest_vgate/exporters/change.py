@@ -1,11 +1,9 @@
 """What a page about a gate shows that its payload does not carry: the change's diff.
 
-A gate entry's ``coverage`` names changed and executed lines by number; a reader needs the
-lines themselves. On the controller, while the base worktrees still exist, each gate entry
-with a coverage map gains ``diff``: the unified hunks (3 lines of context) of the files its
-map names, from the base revision to the current tree. The JSON report carries it, so
-``merge`` needs no checkout to show it. Bounded (``MAX_FILES``, ``MAX_HUNK_LINES``, clipped
-lines); never raises. Core module: never imports pytest.
+On the controller, while the base worktrees exist, each gate entry with a coverage map
+gains ``diff``: the unified hunks of the files its map names, from the base revision to the
+current tree, so that ``merge`` needs no checkout to show the changed lines themselves.
+Bounded (``MAX_FILES``, ``MAX_HUNK_LINES``, clipped lines); never raises.
 """
 
 from __future__ import annotations

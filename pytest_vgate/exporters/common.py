@@ -1,22 +1,21 @@
 """What exporters report, taken from the JSON report: findings, worst first.
 
-A finding is a failed gate (or verifier, or marked test) or a citation that is not
-verified. Worst first means: failed gates in the fail-closed severity order of
-``verdict.SEVERITY`` (environment problems, then broken checks, then product answers),
-then fabricated, dropped and corrected citations; ties in file and line order.
+A finding is a failed gate (or verifier, or marked test) in ``verdict.SEVERITY`` order, or
+a fabricated, dropped, unsupported or corrected citation, after the gates; ties in file and
+line order.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from pytest_vgate.clip import clip
 from pytest_vgate.exporters.report import gate_state
 from pytest_vgate.jsonable import as_array, as_object
+from pytest_vgate.paths import relative
 from pytest_vgate.payload import PayloadKind
 from pytest_vgate.verdict import SEVERITY, CitationStatus, Mode
 
@@ -184,23 +183,6 @@ def findings(report: Mapping[str, object]) -> list[Finding]:
 def relative_uri(path: str, base: str | Path) -> str | None:
     """``path`` as a POSIX path relative to ``base``, or None when it lies outside."""
     try:
-        real, real_base = os.path.realpath(path), os.path.realpath(base)
-        if os.path.commonpath([real, real_base]) != real_base:
-            return None
-        return PurePosixPath(Path(os.path.relpath(real, real_base))).as_posix()
-    except ValueError:
+        return relative(path, base, resolve=True)
+    except ValueError:  # a NUL in the path
         return None
-
-
-def write_atomically(path: Path, text: str, *, prefix: str) -> None:
-    """Write ``text`` to ``path`` through a temp file beside it and a rename, so a reader
-    never sees half a file; raises OSError, which the exporter's caller reports."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,12 +1,9 @@
 """GitHub Actions: workflow-command annotations and a Markdown job summary.
 
-Under ``GITHUB_ACTIONS=true`` (or ``--vgate-github``): ``::error`` for failed gates and
-fabricated or dropped citations, ``::warning`` for corrected citations, worst first and
-at most 10 of each (what GitHub shows per step; a plain line counts the rest), escaped as
-actions/toolkit's ``command.ts`` escapes them. The summary (counts, failed gates, the
-red-before-green table, the ``VERIFICATION GATE RESULT`` block) is appended to
-``$GITHUB_STEP_SUMMARY``, kept under GitHub's 1 MiB per step. Core module: never imports
-pytest.
+``::error`` for failed gates and fabricated or dropped citations, ``::warning`` for
+corrected ones, worst first and at most 10 of each (what GitHub shows per step), escaped as
+actions/toolkit's ``command.ts`` escapes them. The summary (counts, failed gates,
+red-before-green, the citation block) is appended to ``$GITHUB_STEP_SUMMARY``, under 1 MiB.
 """
 
 from __future__ import annotations

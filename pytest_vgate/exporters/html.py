@@ -1,14 +1,10 @@
 """The page (``--vgate-html PATH``): one self-contained HTML file a reviewer opens.
 
-It holds the verdict table (failing gates first, sortable, filterable by status), per gate
-the claim, the check, the red and green runs with their decisive lines and advice, the
-diff of the change with each line marked by whether the red and the green run executed it
-and the surviving mutants at their lines, and per citation the cited lines in context.
-
-Nothing on the page comes from the network: inline style, one inline script allowed by its
-hash, and a Content-Security-Policy that forbids every fetch. Every text of the report
-(gate ids, claims, output, file content) is escaped: it is text, never markup; the script
-reads the page with ``textContent`` and writes no HTML. Core module: never imports pytest.
+The verdict table (failing gates first, sortable, filterable), per gate its claim, check,
+red and green runs with their decisive lines and advice, the change's diff marked by what
+each run executed, the surviving mutants, and each citation's lines in context. Nothing
+comes from the network (an inline script allowed by its hash, a policy that forbids every
+fetch), and every text of the report is escaped: it is text, never markup.
 """
 
 from __future__ import annotations
@@ -24,8 +20,8 @@ from typing import Any
 
 from pytest_vgate.clip import clip
 from pytest_vgate.evidence.why import decisive_lines
-from pytest_vgate.exporters.common import write_atomically
-from pytest_vgate.exporters.report import JsonReport, gate_state
+from pytest_vgate.exporters.report import JsonReport, gate_state, write_atomically
+from pytest_vgate.jsonable import as_array, as_object
 from pytest_vgate.paths import relative
 
 STATE_ORDER = {"failed": 0, "skipped": 1, "passed": 2}
@@ -120,7 +116,7 @@ def _verdict_table(ordered: Sequence[tuple[int, Mapping[str, Any]]]) -> str:
             f"<td>{esc(gate.get('mode'))}</td>",
             f"<td>{esc(gate.get('cause') or '-')}</td>",
             f"<td>{esc(gate.get('rbg') or '-')}</td>",
-            f"<td>{esc(_coverage_status(gate))}</td>",
+            f"<td>{esc(as_object(gate.get('coverage')).get('status') or '-')}</td>",
             f"<td>{esc(_discrimination_text(gate))}</td>",
             f'<td data-value="{seconds:.6f}">{seconds:.2f}s</td>',
         ]
@@ -134,18 +130,8 @@ def _name(gate: Mapping[str, Any]) -> str:
     return str(gate.get("id") or gate.get("nodeid") or "?")
 
 
-def _coverage_status(gate: Mapping[str, Any]) -> str:
-    coverage = gate.get("coverage")
-    return str(coverage.get("status") or "-") if isinstance(coverage, Mapping) else "-"
-
-
-def _discrimination(gate: Mapping[str, Any]) -> Mapping[str, Any]:
-    found = gate.get("discrimination")
-    return found if isinstance(found, Mapping) else {}
-
-
 def _discrimination_text(gate: Mapping[str, Any]) -> str:
-    found = _discrimination(gate)
+    found = as_object(gate.get("discrimination"))
     if not found:
         return "-"
     status = str(found.get("status") or "")
@@ -180,12 +166,12 @@ def _gate_article(number: int, gate: Mapping[str, Any], rootdir: str) -> str:
         rows.append(("what to do", esc(gate["advice"])))
     if gate.get("source"):
         rows.append(("declared at", f"<code>{esc(_relative(str(gate['source']), rootdir))}</code>"))
-    found = _discrimination(gate)
+    found = as_object(gate.get("discrimination"))
     if found:
         reason = f": {found['reason']}" if found.get("reason") else ""
         rows.append(("discrimination", esc(f"{_discrimination_text(gate)}{reason}")))
     if found.get("pseudo_tested"):
-        rows.append(("pseudo-tested", esc(", ".join(str(p) for p in found["pseudo_tested"]))))
+        rows.append(("pseudo-tested", esc(", ".join(map(str, as_array(found["pseudo_tested"]))))))
     listing = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return (
         f'<article class="gate" id="gate-{number}" data-state="{state}">'
@@ -263,11 +249,11 @@ def _measured(coverage: Mapping[str, Any], run: str) -> bool:
 
 def _diff(gate: Mapping[str, Any]) -> str:
     files = [f for f in gate.get("diff") or () if isinstance(f, Mapping)]
-    mutants = [m for m in _discrimination(gate).get("mutants") or () if isinstance(m, Mapping)]
+    listed = as_array(as_object(gate.get("discrimination")).get("mutants"))
+    mutants = [m for m in listed if isinstance(m, Mapping)]
     if not files and not mutants:
         return ""
-    coverage = gate.get("coverage") if isinstance(gate.get("coverage"), Mapping) else {}
-    assert isinstance(coverage, Mapping)
+    coverage = as_object(gate.get("coverage"))
     red_measured, green_measured = _measured(coverage, "red"), _measured(coverage, "green")
     placed: set[int] = set()
     parts = [
@@ -349,10 +335,8 @@ def _citations(citations: Iterable[Mapping[str, Any]]) -> str:
     items = []
     for entry in citations:
         state = "passed" if entry.get("ok") else "failed"
-        result = entry.get("result") if isinstance(entry.get("result"), Mapping) else {}
-        assert isinstance(result, Mapping)
-        cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
-        assert isinstance(cited, Mapping)
+        result = as_object(entry.get("result"))
+        cited = as_object(result.get("citation"))
         rows = [("status", esc(entry.get("status"))), ("written at", esc(entry.get("source")))]
         if cited.get("description"):
             rows.append(("says", esc(cited["description"])))
@@ -404,8 +388,7 @@ def _excerpt(lines: list[str], start: int, end: int) -> str:
 
 
 def _cited_lines(root: str, result: Mapping[str, Any], fallback: str) -> str:
-    cited = result.get("citation") if isinstance(result.get("citation"), Mapping) else {}
-    assert isinstance(cited, Mapping)
+    cited = as_object(result.get("citation"))
     start, end = cited.get("start_line"), cited.get("end_line") or cited.get("start_line")
     lines = _file_lines(root, str(result.get("resolved") or cited.get("path") or ""))
     if (

@@ -1,13 +1,13 @@
 """The JSON report (``--vgate-report``): every gate and citation of the session.
 
-Field names are public (docs/extending.md); ``report.schema.json`` (shipped in the package)
-describes them and ``version`` says which schema a report follows. The same document is
-what ``pytest_vgate_report`` hands to exporters. Writing is atomic (temp file + rename),
-and a report that cannot be written is a warning, never a failed session.
+Field names are public; ``report.schema.json`` describes them and ``version`` names the
+schema. Exporters get the same document (``pytest_vgate_report``). Writing is atomic, and a
+report that cannot be written is a warning, never a failed session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,7 +29,6 @@ from pytest_vgate.payload import (
 from pytest_vgate.verdict import CitationStatus, Mode, Rbg
 
 REPORT_VERSION = 2
-SCHEMA = "report.schema.json"
 COMPLETE = "complete"  # the seal: written last, when the session has reached its end
 MAX_REPORT_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 64  # a report nests a few levels; anything deeper is not one of ours
@@ -69,9 +68,6 @@ GATE_FIELDS = (
     "adjustments",
     "records",  # this run's evidence records: `python -m pytest_vgate merge --ledger`
 )
-# Added to a gate entry by the controller under --vgate-base, while the base worktrees
-# exist (the page reads them): the change's hunks and the "what to do" advice.
-BASE_FIELDS = ("diff", "advice")
 MAX_TARGETS = 5
 
 
@@ -236,19 +232,31 @@ def summarize(
 def write_json_report(path: Path, report: Mapping[str, object]) -> str | None:
     """Write the report atomically; return a warning text instead of raising."""
     try:
-        data = json.dumps(report, indent=2, sort_keys=False, default=str)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".vgate-report-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, json.dumps(report, indent=2, default=str), prefix=".vgate-report-")
     except (OSError, TypeError, ValueError) as exc:
         return f"could not write the JSON report {path}: {exc}"
     return None
+
+
+def write_atomically(path: Path, text: str, *, prefix: str) -> None:
+    """Write ``text`` to ``path`` through a temp file beside it and a rename, so a reader
+    never sees half a file; raises OSError, which the exporter's caller reports."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def report_digest(body: Mapping[str, object]) -> str:
@@ -267,6 +275,19 @@ def sealed(report: Mapping[str, object]) -> dict[str, object]:
     """
     body = {k: v for k, v in report.items() if k != COMPLETE}
     return {**body, COMPLETE: {"sha256": report_digest(body)}}
+
+
+def seal_problems(report: Mapping[str, object]) -> list[str]:
+    """Why the report cannot be trusted as a whole session's: no seal, or a broken one."""
+    seal = report.get(COMPLETE)
+    if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
+        return [
+            "incomplete: the session did not reach its end (the process was ended early, "
+            "by a hook, a conftest or a signal); no verdict in it can be trusted"
+        ]
+    if seal.get("sha256") != report_digest(report):
+        return ["incomplete: the report was changed after the session sealed it"]
+    return []
 
 
 class ReportFileError(ValueError):
@@ -331,7 +352,7 @@ def check_targets(gate: Gate, root: Path) -> list[JsonDict]:
     Used for report locations (SARIF, annotations); never raises.
     """
     found: dict[str, JsonDict] = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         real_root = os.path.realpath(root)
         cwd = Path(real_root) / gate.cwd
         words: list[tuple[str, str]] = []
@@ -352,8 +373,6 @@ def check_targets(gate: Gate, root: Path) -> list[JsonDict]:
             if candidate in found or not os.path.isfile(candidate):
                 continue
             found[candidate] = {"path": candidate, "line": _def_line(candidate, name)}
-    except (OSError, ValueError):
-        return list(found.values())
     return list(found.values())
 
 

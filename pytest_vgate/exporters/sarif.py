@@ -1,13 +1,10 @@
 """SARIF 2.1.0 (``--vgate-sarif PATH``): failed gates and unverified citations, for code
 scanning.
 
-One result per failed gate (location: its line in the gates file, then the files its check
-names) and per citation that is not verified (location: the document line; related
-locations: where the code really is). Rule ids are ``gate-<mode>`` and
-``citation-<status>``; levels ``error``, and ``warning`` for a corrected citation. Paths
-inside the rootdir are relative to ``%SRCROOT%``. GitHub's upload limits are kept: at most
-25,000 results per run, worst first, and what was cut is said in the run's ``properties``
-and a tool notification. Core module: never imports pytest.
+One result per failed gate (at its gates-file line, then the files its check names) and
+per citation not verified (at its document line; related: where the code really is);
+rule ids ``gate-<mode>`` and ``citation-<status>``. Paths inside the rootdir are relative
+to ``%SRCROOT%``; GitHub's limits are kept (25,000 results, worst first, the cut is said).
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import hashlib
 import json
 import os
 import urllib.parse
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -25,9 +23,8 @@ from pytest_vgate.exporters.common import (
     Place,
     findings,
     relative_uri,
-    write_atomically,
 )
-from pytest_vgate.exporters.report import JsonReport
+from pytest_vgate.exporters.report import JsonReport, write_atomically
 from pytest_vgate.jsonable import JsonDict
 from pytest_vgate.verdict import CitationStatus, Mode
 
@@ -51,34 +48,24 @@ CITATION_RULES = {
 
 
 def _rules() -> list[JsonDict]:
-    rules: list[JsonDict] = []
-    for mode, text in GATE_RULES.items():
-        rules.append(
-            {
-                "id": f"gate-{mode}",
-                "name": f"Gate{mode.capitalize()}",
-                "shortDescription": {"text": f"gate failed: {mode}"},
-                "fullDescription": {"text": text},
-                "defaultConfiguration": {"level": "error"},
-                "helpUri": f"{INFORMATION_URI}/blob/main/docs/modes.md",
-                "properties": {"tags": ["vgate", "gate"]},
-            }
-        )
-    for status, text in CITATION_RULES.items():
-        rules.append(
-            {
-                "id": f"citation-{status}",
-                "name": f"Citation{status.capitalize()}",
-                "shortDescription": {"text": f"citation {status}"},
-                "fullDescription": {"text": text},
-                "defaultConfiguration": {
-                    "level": "warning" if status == CitationStatus.CORRECTED.value else "error"
-                },
-                "helpUri": f"{INFORMATION_URI}/blob/main/docs/citations.md",
-                "properties": {"tags": ["vgate", "citation"]},
-            }
-        )
-    return rules
+    table = [("gate", m, f"gate failed: {m}", text, "modes") for m, text in GATE_RULES.items()]
+    table += [
+        ("citation", s, f"citation {s}", text, "citations") for s, text in CITATION_RULES.items()
+    ]
+    return [
+        {
+            "id": f"{kind}-{name}",
+            "name": f"{kind.capitalize()}{name.capitalize()}",
+            "shortDescription": {"text": short},
+            "fullDescription": {"text": text},
+            "defaultConfiguration": {
+                "level": "warning" if name == CitationStatus.CORRECTED.value else "error"
+            },
+            "helpUri": f"{INFORMATION_URI}/blob/main/docs/{page}.md",
+            "properties": {"tags": ["vgate", kind]},
+        }
+        for kind, name, short, text, page in table
+    ]
 
 
 def uri_reference(posix_path: str) -> str:
@@ -148,9 +135,7 @@ def build_sarif(
     every = findings(report)
     kept = every[: max(max_results, 0)]
     left_out: Sequence[Finding] = every[len(kept) :]
-    cut_by_rule: dict[str, int] = {}
-    for finding in left_out:
-        cut_by_rule[finding.rule] = cut_by_rule.get(finding.rule, 0) + 1
+    cut_by_rule = dict(Counter(finding.rule for finding in left_out))
     invocation: JsonDict = {"executionSuccessful": True}
     if left_out:
         invocation["toolExecutionNotifications"] = [

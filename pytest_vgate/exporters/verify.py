@@ -1,11 +1,10 @@
 """``python -m pytest_vgate verify REPORT.json``: the verdict of a session, read from outside.
 
-Code that runs inside pytest (a hook, a conftest, a check's plugin) can end the process
-with any exit status, ``os._exit(0)`` included; no plugin can stop that from inside. The
-JSON report is sealed only when the session has reached its end, and it lists what was
-selected. ``verify`` exits 0 only for a sealed report in which every selected item is
-present, every gate the gates files declare was met, and every verdict is ok; otherwise
-it prints each thing that is not and exits 1 (4 when the file is not a report at all).
+Code inside pytest can end the process with any status (``os._exit(0)``), which no plugin
+can stop. The JSON report is sealed only when the session reached its end, and lists what
+was selected: ``verify`` exits 0 only for a sealed report in which every selected item and
+every declared gate was met and every verdict is ok; else it prints what is not and exits
+1 (4 when the file is not a report).
 """
 
 from __future__ import annotations
@@ -18,14 +17,13 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_vgate.exporters.report import (
-    COMPLETE,
     REPORT_VERSION,
     ReportFileError,
     gate_state,
     read_report_file,
-    report_digest,
+    seal_problems,
 )
-from pytest_vgate.jsonable import as_array, as_object
+from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 
@@ -34,7 +32,7 @@ def problems(report: Mapping[str, object]) -> list[str]:
     """Every reason the report is not a complete, passing session; empty when it is."""
     if report.get("version") != REPORT_VERSION:
         return [f"report version {report.get('version')!r}; this verify reads {REPORT_VERSION}"]
-    found = _seal_problems(report)
+    found = seal_problems(report)
     entries = _entries(report)
     if found or entries is None:
         return found or ["the report has no `gates`/`citations` lists"]
@@ -77,35 +75,13 @@ def problems(report: Mapping[str, object]) -> list[str]:
     return found
 
 
-def _seal_problems(report: Mapping[str, object]) -> list[str]:
-    seal = report.get(COMPLETE)
-    if not isinstance(seal, Mapping) or list(report)[-1] != COMPLETE:
-        return [
-            "incomplete: the session did not reach its end (the process was ended early, "
-            "by a hook, a conftest or a signal); no verdict in it can be trusted"
-        ]
-    if seal.get("sha256") != report_digest(report):
-        return ["incomplete: the report was changed after the session sealed it"]
-    return []
-
-
-Entries = list[Mapping[str, object]]
-
-
-def _entries(report: Mapping[str, object]) -> tuple[Entries, Entries, Entries] | None:
+def _entries(report: Mapping[str, object]) -> tuple[list[JsonDict], ...] | None:
     """The gates, citations and cited documents, if each is a list of JSON objects."""
-    lists = [report.get(key) for key in ("gates", "citations")]
-    documents = report.get("citation_documents") or []
-    found: list[Entries] = []
-    for x in (*lists, documents):
-        if not isinstance(x, list):
-            return None
-        objects = [e for e in x if isinstance(e, Mapping)]
-        if len(objects) != len(x):
-            return None
-        found.append(objects)
-    gates, citations, cited = found
-    return gates, citations, cited
+    lists = (report.get("gates"), report.get("citations"), report.get("citation_documents") or [])
+    try:
+        return tuple(json_objects(x) for x in lists)
+    except TypeError:
+        return None
 
 
 def _name(entry: Mapping[str, object]) -> str:

@@ -233,7 +233,7 @@ def _parse_citations(top: _Where, *, folder: Path, root: Path) -> tuple[Path, ..
         # back up the tree. Special files stay in, to be reported (and never read).
         from pytest_vgate.citations.documents import expand
 
-        documents = [m.path for m in expand(pattern, folder)]
+        documents = expand(pattern, folder)
         if not documents:
             top.fail(
                 line,

@@ -1,11 +1,10 @@
 """The ``pytest11`` entry point of pytest-vgate, and the pytest layer's subpackage.
 
-Every pytest run of every user who installed the plugin loads this module, so it is cheap:
-it declares the options and hook specs and imports nothing else of ours. The pytest layer
-proper (``hooks``: settings, collection of gates files, items, controller, summary) is
-registered only when the session uses vgate: a gates file or document is given, an option
-of ours is set, the session is part of an xdist run, or — found while collecting — a test
-module defines a ``@verifier`` or marks a test ``vgate``.
+Every pytest run of every user who installed the plugin loads this module, so it only
+declares the options and hook specs. The pytest layer proper (``hooks``) is registered
+when the session uses vgate: a gates file, document or option of ours is given, the
+session is part of an xdist run, or a test module defines a ``@verifier`` or marks a test
+``vgate``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """``--vgate-batch auto``: a gate's first green and red runs, and its mutants, taken from
 its group's batches.
 
-The group is the gates of the session's items that share a batch key (``batch.group_key``)
-and a base tree. Its batches run once per session, when its first gate runs: the head
-batch (which forks the mutants of the change for every gate green there, ``gate/fork.py``)
-and the base batch, both at once when two cores are free for them (``at_once``), else the
-head first and the base under the deadline the head's nodes give (as a solo base run's
-comes from its green run). Run at once, the base batch's deadline is the gates' own
-timeout: the green duration is not known yet. Under xdist the first worker to need a group
-runs it under a lock in the controller's folder and writes what it got; the others wait
-for the lock and read it. A gate the batch could not attribute runs alone on that side,
-and its red-before-green reason says why; a gate found not proven has its mutants dropped.
+A group is the session's gates that share a batch key (``batch.group_key``) and a base
+tree. Its head batch (which forks the mutants, ``gate/fork.py``) and base batch run once,
+when its first gate runs: at once when two cores are free (the base under the gates' own
+timeout), else the head first and the base under the deadline the head's nodes give.
+Under xdist the first worker to need a group runs it under a lock in the controller's
+folder; the others read what it wrote. A gate the batch could not attribute runs alone on
+that side (its red-before-green reason says why); one found not proven loses its mutants.
 """
 
 from __future__ import annotations

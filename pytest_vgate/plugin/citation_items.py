@@ -18,8 +18,9 @@ import pytest
 from pytest_vgate.defaults import MARKER
 from pytest_vgate.errors import VgateError
 from pytest_vgate.gatesfile import GatesFile, GatesFileError
+from pytest_vgate.paths import relative
 from pytest_vgate.payload import CitationDocumentPayload, CitationPayload, JsonObject
-from pytest_vgate.plugin.failures import VgateFailure, failure_text
+from pytest_vgate.plugin.failures import PluginItem, VgateFailure
 from pytest_vgate.plugin.session import Resources, resources
 from pytest_vgate.verdict import Cause, CitationDescription, CitationStatus, Mode, Verdict
 
@@ -48,7 +49,7 @@ def _properties(item: pytest.Item, pairs: Iterable[tuple[str, Any]]) -> None:
             item.user_properties.append((name, str(value)))
 
 
-class CitationItem(pytest.Item):
+class CitationItem(PluginItem):
     def __init__(self, *, citation: Citation, root: Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.citation = citation
@@ -145,9 +146,6 @@ class CitationItem(pytest.Item):
             description_reason=said,
         )
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        return failure_text(excinfo) or super().repr_failure(excinfo)
-
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.citation.document, self.citation.line - 1, f"citation {self.name}"
 
@@ -165,7 +163,7 @@ def _fixed_record(fixed: Any) -> tuple[str | None, CitationResult | None]:
     return None, None
 
 
-class CitationDocumentItem(pytest.Item):
+class CitationDocumentItem(PluginItem):
     """The audit of one document as a whole: it passes when the document was read (and
     holds no citation: otherwise its citations are the items), fails when it cannot or
     must not be read. Either way the document shows up in the run and in the summary."""
@@ -199,18 +197,12 @@ class CitationDocumentItem(pytest.Item):
         if self.problem:
             raise VgateFailure(f"citation document {source} was not audited: {self.problem}")
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        return failure_text(excinfo) or super().repr_failure(excinfo)
-
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         return self.document, 0, f"audit of {_shown(self.document, self.config.rootpath)}"
 
 
 def _shown(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    return relative(path, root, resolve=True) or str(path)
 
 
 def format_citation_report(result: CitationResult, source: str) -> str:

@@ -1,22 +1,12 @@
 """Collection of gates files and cited documents: always, and never at the tests' expense.
 
-pytest's handling of overlapping collection arguments differs by version: 8.0-8.4 drop a
-whole directory when a file inside it is also an argument (so ``pytest --vgate gates.yaml``
-lost the ordinary suite), and 9 drops the file instead (so a gates file under a folder in
-``norecursedirs`` -- ``.ci/``, ``build/``, ``venv/`` -- was never collected). Gates files and
-documents are therefore not collection arguments: the plugin makes their nodes itself,
-under the session, and adds their items to the collection before anything selects or
-deselects (``-k``, ``-m``, ``--deselect`` and ``--lf`` then work on them as on any item).
-
-A gates file also named as an argument is made so too; one named by node id (``pytest
-gates.yaml::some-gate``) is collected by pytest as usual, so node-id selection keeps working.
-
-``--lf`` drops, while it collects a file that failed before, the items that passed then,
-without deselecting them: a gate or verifier would vanish without a word (and through
-``PYTEST_ADDOPTS``, unseen). ``KeepItems`` puts ours back, so that ``--lf`` deselects them
-like any other item and the summary lists them as not run. A gates file or document with
-no earlier failure ``--lf`` skips whole (its collect never runs: an empty report); that
-one ``_NoteItems`` collects as pytest would have, before anything else sees the report.
+pytest 8.0-8.4 drop a folder argument when a file inside it is also an argument, and 9
+drops the file instead; so gates files and documents are not collection arguments: their
+nodes are made here, under the session, and their items join the collection before
+anything selects or deselects (``-k``, ``-m``, ``--lf`` then work on them as on any item).
+A gates file named by node id (``gates.yaml::gate``) is collected by pytest as usual.
+``--lf`` drops the passed items of a file that failed before without deselecting them, and
+skips a file with no earlier failure whole: ``KeepItems`` and ``_NoteItems`` put ours back.
 """
 
 from __future__ import annotations
@@ -28,17 +18,13 @@ from typing import Any
 
 import pytest
 
-from pytest_vgate.plugin.citation_items import (
-    CitationDocumentItem,
-    CitationDocumentNode,
-    CitationItem,
-)
-from pytest_vgate.plugin.items import GatesFileNode, VgateItem
+from pytest_vgate.plugin.citation_items import CitationDocumentNode
+from pytest_vgate.plugin.failures import PluginItem
+from pytest_vgate.plugin.items import GatesFileNode
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.settings import Settings
 
 _MADE = pytest.StashKey[list[pytest.Item | pytest.Collector]]()
-_OURS = (VgateItem, CitationItem, CitationDocumentItem)
 KEEP_ITEMS = "vgate-keep-items"
 
 
@@ -76,7 +62,7 @@ class KeepItems:
         del collector.stash[_MADE]
         if report.passed and len(report.result) != len(made):
             kept = {id(node) for node in report.result}
-            report.result[:] = [n for n in made if id(n) in kept or isinstance(n, _OURS)]
+            report.result[:] = [n for n in made if id(n) in kept or isinstance(n, PluginItem)]
         return report
 
 

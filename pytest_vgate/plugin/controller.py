@@ -1,9 +1,7 @@
 """The controller side of a session: the one place that writes anything.
 
-Under xdist only the controller has this plugin registered; workers send their
-results on the reports (``report.vgate``), and the controller makes the base
-worktree, hands plain values to the workers, and writes the ledger, the JSON
-report and the terminal summary.
+Under xdist only the controller registers it: it makes the base worktrees, hands plain
+values to the workers, and writes the ledger, the reports and the terminal summary.
 """
 
 from __future__ import annotations
@@ -56,7 +54,9 @@ class Controller:
         if self.res.settings.base and not only_collects:
             self._prepare_base(self.res.settings.base)
         if self.res.settings.fix and not only_collects:  # a listing rewrites nothing
-            self._prepare_fixes()
+            from pytest_vgate.plugin.citation_items import fix_all_documents
+
+            fix_all_documents(self.config, self.res, self.loaded)
 
     def _prepare_base(self, ref: str) -> None:
         """One set of base worktrees per gates root, made once for all workers."""
@@ -80,11 +80,6 @@ class Controller:
                 self.release()
                 raise pytest.UsageError(f"pytest-vgate: --vgate-base {ref}: {exc}") from None
             self.res.base_trees[str(root)] = trees
-
-    def _prepare_fixes(self) -> None:
-        from pytest_vgate.plugin.citation_items import fix_all_documents
-
-        fix_all_documents(self.config, self.res, self.loaded)
 
     # -- xdist ---------------------------------------------------------------------------
 

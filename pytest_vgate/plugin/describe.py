@@ -6,26 +6,23 @@ selected, and what the exit-status guard found (``python -m pytest_vgate verify`
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from pytest_vgate.exporters.report import GatesFileDescription, SessionDescription, TreeDescription
+from pytest_vgate.exporters.report import (
+    GatesFileDescription,
+    SessionDescription,
+    TreeDescription,
+    file_sha256,
+)
 from pytest_vgate.gatesfile import GatesFile
 from pytest_vgate.paths import relative
 from pytest_vgate.plugin.session import Resources
 
 GUARD = "vgate-verdict-guard"  # the VerdictGuard's name in the plugin manager
 OPTIONS = ("base", "require_red", "strict", "timeout", "isolation", "coverage", "repeat", "only")
-
-
-def file_sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def describe_gates_file(loaded: GatesFile, rootdir: Path) -> GatesFileDescription:

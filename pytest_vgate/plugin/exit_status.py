@@ -1,19 +1,12 @@
 """The session's exit status follows the verdicts, whatever else changed pytest's reports.
 
-pytest derives its exit status from its reports, and markers (``xfail``, ``skip``), hooks
-(a ``pytest_runtest_makereport`` wrapper that flips ``report.outcome``, a
-``pytest_sessionfinish`` that resets ``session.exitstatus``) and ``pytest.exit(returncode=0)``
-can all change those. The verdict of a gate cannot be changed that way: it rides on the
-report as ``report.vgate`` and is judged here. Every selected vgate item must end with a
-verdict that is ok (or a skip the plugin made itself: ``judgment``, or a ``skip`` marker
-its author wrote on a ``@verifier`` in the test module); otherwise the session exits 1 and
-the summary names the item and what overrode it. Deselection (``-k``, ``-m``,
-``--deselect``) stays the legal way not to run a gate, and is shown, not hidden.
-
-One ``VerdictGuard`` per process: on xdist workers it only watches collection and sends
-what was selected (``workeroutput``); on the controller it also reads the reports and
-sets the exit status, last (an outermost wrapper of ``pytest_sessionfinish`` and of
-``pytest_unconfigure``, which pytest runs just before it returns the status).
+Markers (``xfail``, ``skip``), hooks (a makereport wrapper that flips ``outcome``, a
+``pytest_sessionfinish`` that resets ``exitstatus``) and ``pytest.exit(returncode=0)`` can
+change the reports pytest derives its status from, not the verdict on ``report.vgate``.
+Every selected vgate item must end with an ok verdict (or a skip of the plugin's own,
+``judgment``, or its author's ``skip`` marker on a ``@verifier``); otherwise the session
+exits 1 and the summary names the item. Deselection stays legal, and is shown. On xdist
+workers ``VerdictGuard`` only sends what was selected; the controller judges, last.
 """
 
 from __future__ import annotations
@@ -29,13 +22,12 @@ import pytest
 
 from pytest_vgate.defaults import NESTED_ENV
 from pytest_vgate.gatesfile import GatesFile, GatesFileError
-from pytest_vgate.payload import CheckPayload, Payload, TestPayload
+from pytest_vgate.payload import Payload, TestPayload, verdict_ok
 from pytest_vgate.plugin import wire
-from pytest_vgate.plugin.citation_items import CitationDocumentItem, CitationItem
 from pytest_vgate.plugin.collection import arg_path
-from pytest_vgate.plugin.items import VerifierItem, VgateItem
+from pytest_vgate.plugin.failures import PluginItem
+from pytest_vgate.plugin.items import VerifierItem
 from pytest_vgate.plugin.session import RESOURCES
-from pytest_vgate.verdict import Mode
 
 SELECTION_KEY = "vgate_selection"
 SKIP_ATTRIBUTE = "vgate_skip"
@@ -49,7 +41,7 @@ NEVER_RAN = "never ran: no report of its run reached pytest-vgate (a hook or pyt
 
 
 def is_vgate_item(item: pytest.Item) -> bool:
-    return isinstance(item, (VgateItem, CitationItem, CitationDocumentItem))
+    return isinstance(item, PluginItem)
 
 
 @dataclass(frozen=True)
@@ -171,13 +163,7 @@ class VerdictGuard:
         self.session = session
         self._judge_once(session)
         self._enforce()
-        try:
-            return (yield)
-        except SystemExit as exc:
-            self._absorb(exc, "pytest_sessionfinish")
-            return None
-        finally:
-            self._enforce()
+        return (yield from self._last_word("pytest_sessionfinish"))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_unconfigure(self) -> Generator[None, None, None]:
@@ -187,10 +173,14 @@ class VerdictGuard:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None and self.findings:
                 write_findings(reporter, self)
+        return (yield from self._last_word("pytest_unconfigure"))
+
+    def _last_word(self, hook: str) -> Generator[None, None, None]:
+        """Around the other implementations of ``hook``: the status is set again after them."""
         try:
             return (yield)
         except SystemExit as exc:
-            self._absorb(exc, "pytest_unconfigure")
+            self._absorb(exc, hook)
             return None
         finally:
             self._enforce()
@@ -327,15 +317,6 @@ def nested_status(outcomes: Iterable[str]) -> pytest.ExitCode | None:
     if not seen:
         return pytest.ExitCode.NO_TESTS_COLLECTED
     return None
-
-
-def verdict_ok(payload: Payload) -> bool:
-    """Passed, or a skip the plugin made itself (``judgment``, not under --vgate-strict)."""
-    if isinstance(payload, CheckPayload) and payload.strict_failure:
-        return False
-    if payload.mode is Mode.JUDGMENT:
-        return True
-    return payload.ok
 
 
 def overrider(outcome: str | None) -> str:

@@ -1,13 +1,10 @@
 """The pytest side of extending: calls our hooks through pluggy, registers the exporters.
 
-Every ``pytest_vgate_*`` hook is called as pluggy calls any hook (``hook(**kwargs)``), so
-hook wrappers, ``tryfirst``/``trylast``, conftest scoping and pluggy's tracing all apply.
-To keep each answer attributed to its plugin and one broken plugin from silencing the
-others, a hook-call monitor (``install_guard``) hands pluggy, for our hooks only, each
-implementation wrapped in a guard that records what it returned or raised. The call runs
-on a daemon thread within a deadline. The rules for what an answer may do live in
-``judging``; the built-in exporters (SARIF, GitHub Actions) register here exactly as a
-third-party exporter would.
+Our hooks are called as pluggy calls any hook (wrappers, ``tryfirst``, tracing apply). A
+hook-call monitor (``install_guard``) hands pluggy, for our hooks only, each implementation
+wrapped in a guard that records its answer or exception: each answer stays attributed, and
+one broken plugin silences no other. The call runs on a daemon thread within a deadline;
+the rules for answers live in ``judging``. The built-in exporters register as anyone's.
 """
 
 from __future__ import annotations
@@ -169,15 +166,11 @@ def call_guarded(
 def judge_for(item: pytest.Item) -> Callable[[Gate, RunContext], Verdict | None] | None:
     """The ``RunContext.judge`` of an item: its judges, or None when there is none."""
     hook = item.ihook.pytest_vgate_judge
-    if not _has_impls(hook):
+    if not hook.get_hookimpls():
         return None
     from pytest_vgate.plugin.judging import make_judge
 
     return make_judge(functools.partial(ask_judges, hook))
-
-
-def _has_impls(hook: HookCaller) -> bool:
-    return bool(hook.get_hookimpls())
 
 
 def ask_judges(hook: HookCaller, gate: Gate, context: JudgeContext) -> tuple[str, Call] | None:
@@ -205,7 +198,7 @@ def adjust(item: pytest.Item, gate: Gate, payload: P) -> P:
     wrapper's own answers count too, held to the same rule.
     """
     hook = item.ihook.pytest_vgate_adjust_verdict
-    if not _has_impls(hook):
+    if not hook.get_hookimpls():
         return payload
     from pytest_vgate.plugin.judging import Call, apply_adjustments, verdict_of_payload
 
@@ -235,7 +228,7 @@ def emit_report(config: pytest.Config, report: JsonReport, timeout: float) -> li
     ``timeout``, degrades the record, never the session.
     """
     hook = config.hook.pytest_vgate_report
-    if not _has_impls(hook):  # no exporter: the report need not be encoded at all
+    if not hook.get_hookimpls():  # no exporter: the report need not be encoded at all
         return []
     from pytest_vgate.plugin.judging import describe
 
@@ -278,10 +271,8 @@ def adjustment_warnings(payloads: Mapping[str, Payload]) -> list[str]:
 
 
 def github_enabled(config: pytest.Config, environ: Mapping[str, str]) -> bool:
-    given = config.getoption("vgate_github")
-    if given:
-        return True
-    return bool(config.getini("vgate_github")) or environ.get("GITHUB_ACTIONS") == "true"
+    given = config.getoption("vgate_github") or config.getini("vgate_github")
+    return bool(given) or environ.get("GITHUB_ACTIONS") == "true"
 
 
 def register_exporters(config: pytest.Config) -> None:

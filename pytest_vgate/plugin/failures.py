@@ -1,7 +1,9 @@
-"""The failure every vgate item raises and its junit-safe text: shared by gate, verifier
-and citation items, so that none of them imports another."""
+"""The base of every item pytest-vgate makes, the failure they raise and its junit-safe
+text: shared by gate, verifier and citation items, so that none of them imports another."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,13 @@ def failure_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
     if isinstance(excinfo.value, VgateFailure):
         return junit_safe(str(excinfo.value))
     return None
+
+
+class PluginItem(pytest.Item):
+    """A gate, verifier, citation or document item: its failure report is its own text."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        return failure_text(excinfo) or super().repr_failure(excinfo)
 
 
 def junit_safe(text: str) -> str:

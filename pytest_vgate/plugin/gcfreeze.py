@@ -1,19 +1,10 @@
 """The cyclic GC leaves a gates session's long-lived objects alone (``gc.freeze``).
 
-A session with thousands of gates holds thousands of long-lived objects (modules, items,
-gates, payloads). Each full collection walks all of them and finds nothing to free: at
-2,000 gates that was a third of the plugin's own Python time. So, in a session with gates
-files (``--vgate``/``--vgate-cite``), what exists when the files are loaded is frozen
-(moved out of the collector's sight, never freed while frozen), and once collection ends:
-
-- every selected item is a pytest-vgate item: what collection made is frozen too, for the
-  whole run (the checks run in other processes; nothing of the user's runs here);
-- otherwise (ordinary tests in the same session): everything is unfrozen, so the tests run
-  under the garbage collector exactly as without the plugin.
-
-Everything is unfrozen at ``pytest_unconfigure``, before pytest's own last collections
-(which report unraisable exceptions). Nothing is frozen when something else already froze
-objects (``gc.get_freeze_count()``), so a freeze of the user's is never undone by ours.
+Thousands of gates make thousands of long-lived objects that every full collection walks
+for nothing (a third of the plugin's Python time at 2,000 gates). What exists when the
+gates files are loaded is frozen; once collection ends, the rest too when every selected
+item is ours, else everything is unfrozen, so ordinary tests run under the GC as without
+the plugin. All is unfrozen at unconfigure; nothing is frozen over another's freeze.
 """
 
 from __future__ import annotations

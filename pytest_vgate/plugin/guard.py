@@ -1,15 +1,11 @@
 """Session safety in the pytest layer: SIGTERM as Ctrl-C, the nested-run guard, and the
 header line that says how checks are contained.
 
-- SIGTERM (a CI cancel), SIGHUP (a closed terminal, a dropped SSH session) and SIGQUIT
-  are turned into ``KeyboardInterrupt``, pytest's own Ctrl-C path:
-  the running check's process tree is killed (``process.run_process`` cleans up on
-  the way out), the JSON report and junit are written with what finished, the base
-  worktrees and mutant copies are removed (``Controller.release`` at unconfigure, the
-  gate's own ``finally``), and pytest exits with status 2 (interrupted). A second such
-  signal during that cleanup is ignored. A handler someone else installed is left alone.
-- Inside a check (``PYTEST_VGATE_NESTED`` set by ``cell.build_env``) pytest-vgate runs no
-  gates, however ``--vgate`` was given (``settings.inside_a_check``); the header says so.
+SIGTERM (a CI cancel), SIGHUP (a closed terminal) and SIGQUIT become ``KeyboardInterrupt``,
+pytest's own Ctrl-C path: the running check's process tree is killed, the reports are
+written with what finished, the base worktrees and mutant copies are removed, and pytest
+exits 2. A second signal during that cleanup is ignored; a handler someone else installed
+is left alone. Inside a check (``PYTEST_VGATE_NESTED``) no gates run; the header says so.
 """
 
 from __future__ import annotations
@@ -25,10 +21,6 @@ from pytest_vgate.plugin.settings import Settings
 from pytest_vgate.process import contain
 
 _STATE = pytest.StashKey[dict[int, object]]()  # signal -> the handler it had
-
-
-# Signals that end a session the way Ctrl-C does: a CI cancel (SIGTERM), a closed
-# terminal or dropped SSH session (SIGHUP), Ctrl-\\ (SIGQUIT, no core dump left behind).
 ENDING_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)
 )

@@ -1,8 +1,7 @@
 """The report header's warnings about which copy of the code the checks would test.
 
-Pytest layer (it reads the ``pythonpath`` ini); the probing itself is ``origin``'s. Run on
-the controller only, once per gates root: for the current tree, and separately for the
-base worktree that red runs use.
+Pytest layer (it reads the ``pythonpath`` ini); the probing is ``origin``'s. Once per gates
+root on the controller, for the current tree and for the base worktree of the red runs.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.process.cell import build_env, check_cell
 from pytest_vgate.process.origin import import_warnings
-
-PYTHONS = ("python", "python3")
 
 
 def _python_gate(gates_file: GatesFile) -> Gate | None:

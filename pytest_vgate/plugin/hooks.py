@@ -1,9 +1,6 @@
-"""The pytest layer proper: settings, collection of gates files, reports, summary.
-
-Registered by the entry point (``plugin/__init__.py``) when the session uses vgate. Thin by
-design: hooks gather settings and session resources, items call the
-core, and the controller (never an xdist worker) writes the ledger, the JSON
-report and the summary.
+"""The pytest layer proper, registered by the entry point when the session uses vgate: it
+gathers settings and session resources; items call the core; the controller (never an
+xdist worker) writes the ledger, the JSON report and the summary.
 """
 
 from __future__ import annotations
@@ -45,7 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # (session.session_state): a session that only collects starts no process.
     res = Resources(
         settings=settings,
-        own_files=own_output_files(config, settings),
+        # Files this session writes are never part of the tree's identity.
+        own_files=tuple(path for _, path in output_options(config, settings)),
         starting_path=STARTING_PATH,
     )
     config.stash[RESOURCES] = res
@@ -92,12 +90,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:  # no process or folder of the session outlives it
         state.close()
         del config.stash[STATE]
-
-
-def own_output_files(config: pytest.Config, settings: Settings) -> tuple[Path, ...]:
-    """Files this session writes into the tree (junit XML, JSON report, SARIF): never part of
-    the tree's identity, or a second run would look like "a different tree"."""
-    return tuple(path for _, path in output_options(config, settings))
 
 
 def output_options(config: pytest.Config, settings: Settings) -> list[tuple[str, Path]]:
@@ -337,10 +329,6 @@ def pytest_pycollect_makeitem(
     return item
 
 
-def _is_vgate_item(item: pytest.Item) -> bool:
-    return is_vgate_item(item)
-
-
 # A payload leaves the process (an xdist worker's report, --report-log) as its JSON object.
 pytest_report_to_serializable = wire.pytest_report_to_serializable
 
@@ -356,7 +344,7 @@ def attach_verdict(
         if report.skipped and isinstance(item, _items.GateItem):
             # Point the skip at the gate in its gates file, not at our code.
             report.longrepr = (str(item.path), item.gate.line, f"Skipped: {payload.detail}")
-    elif not _is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
+    elif not is_vgate_item(item) and item.get_closest_marker(MARKER) is not None:
         tag_marked_test(item, call, report)
 
 
@@ -409,7 +397,7 @@ def mode_of_exception(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Mo
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     """pytest-timeout: our items keep their own deadline (and kill their own processes);
     its timeout becomes their default deadline instead of a thread that kills pytest."""
-    if not _is_vgate_item(item):
+    if not is_vgate_item(item):
         return None
     timeout = getattr(settings, "timeout", None)
     if isinstance(timeout, (int, float)) and timeout > 0:
@@ -422,4 +410,4 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
-    return True if _is_vgate_item(item) else None
+    return True if is_vgate_item(item) else None

@@ -1,8 +1,7 @@
 """pytest-html's report gains the vgate columns: mode, cause, rbg, coverage, discrimination.
 
-Registered on the controller only when pytest-html is loaded (its hooks exist then), and
-filled from the junit properties the item's report carries, so plain and xdist runs are
-alike. pytest-html cells are HTML strings: every value is escaped here.
+Filled from the junit properties on the item's report (plain and xdist runs alike); every
+value is escaped, since pytest-html cells are HTML strings.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The pytest layer of ``--vgate-init BASE``: options, the run, and the collection probe.
+"""The pytest layer of ``--vgate-init BASE``: the run, and the collection probe.
 
-``pytest --vgate-init BASE`` runs no tests: it reads the diff (``init.changed_lines``),
-lets pytest itself collect the changed test files in a child process with the session's
-interpreter (this module, loaded there with ``-p``, writes what was collected as JSON),
-writes the gates file, prints it and exits.
+It runs no tests: it reads the diff, has pytest collect the changed test files in a child
+process (this module, loaded there with ``-p``, writes what was collected as JSON), writes
+the gates file, prints it and exits.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from pytest_vgate.evidence.init import (
     support_files,
     write_gates_file,
 )
+from pytest_vgate.paths import relative
 from pytest_vgate.process import run_process
 
 PROBE_ENV = "PYTEST_VGATE_INIT_COLLECT"  # where the child writes what it collected
@@ -48,7 +48,6 @@ def run_init(config: pytest.Config) -> int:
     out = Path(config.getoption("vgate_init_out") or "gates.yaml")
     out = out if out.is_absolute() else config.invocation_params.dir / out
     force = bool(config.getoption("vgate_init_force"))
-    tw = _Writer()
     try:
         if out.exists() and not force:
             raise InitError(
@@ -66,13 +65,13 @@ def run_init(config: pytest.Config) -> int:
         others = [p for p in inside if p.endswith(".py") and p not in test_files]
         for path, line in changed_doctests(change, root):
             flag = "--doctest-modules" if path.endswith(".py") else "--doctest-glob='*'"
-            tw.line(
+            _say(
                 f"vgate-init: note: the change touches a doctest at {path}:{line}, which "
                 "init does not gate; give it a gate of its own with "
                 f"`check: python -m pytest -q {flag} {shlex.quote(path)}`"
             )
         if not test_files and not others:
-            tw.line(
+            _say(
                 f"vgate-init: no test file changed since {base} ({change.sha[:12]})"
                 f"{_test_data_note(change.files, root)}; no gates file written"
             )
@@ -82,7 +81,7 @@ def run_init(config: pytest.Config) -> int:
         collected, errors, found = collect_tests(config, [] if whole else test_files, pythonpath)
         if found:
             pythonpath = [*pythonpath, *(p for p in found if p not in pythonpath)]
-            tw.line(
+            _say(
                 f"vgate-init: the tests import the project from {', '.join(found)} (it is "
                 f"not installed): every gate sets PYTHONPATH={os.pathsep.join(pythonpath)}, "
                 "so the base runs import the base's copy"
@@ -90,15 +89,15 @@ def run_init(config: pytest.Config) -> int:
         fatal = [e for e in errors if not whole or _names_any(e.path, test_files)]
         for error in errors:
             if error in fatal:
-                tw.line(f"vgate-init: could not collect: {error.text}", red=True)
+                _say(f"vgate-init: could not collect: {error.text}", red=True)
             else:
-                tw.line(
+                _say(
                     f"vgate-init: note: could not collect {error.path}; tests there that "
                     "inherit the change get no gate",
                     red=True,
                 )
         if fatal:
-            tw.line(
+            _say(
                 "vgate-init: fix the collection errors above (run `pytest --collect-only` on "
                 "those files) and run --vgate-init again; no gates file written",
                 red=True,
@@ -108,18 +107,18 @@ def run_init(config: pytest.Config) -> int:
         for test in select_tests(collected, change):
             why = inexpressible(test)
             if why:
-                tw.line(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
+                _say(f"vgate-init: note: no gate for {test.base_nodeid!a}: {why}", red=True)
             else:
                 chosen.append(test)
         if not chosen and not test_files:
-            tw.line(
+            _say(
                 f"vgate-init: no test file changed since {base} ({change.sha[:12]}), and no "
                 f"test the suite collects is defined in the changed code"
                 f"{_test_data_note(change.files, root)}; no gates file written"
             )
             return int(pytest.ExitCode.NO_TESTS_COLLECTED)
         if not chosen:
-            tw.line(
+            _say(
                 f"vgate-init: {_count(len(test_files), 'test file')} changed since {base}, "
                 "but no test function in them did; no gates file written"
             )
@@ -139,20 +138,20 @@ def run_init(config: pytest.Config) -> int:
         )
         write_gates_file(out, text, force=force)
     except InitError as exc:
-        tw.line(f"vgate-init: {exc}", red=True)
+        _say(f"vgate-init: {exc}", red=True)
         return int(pytest.ExitCode.USAGE_ERROR)
     shown = _shown(out, config.invocation_params.dir)
-    tw.line(
+    _say(
         f"vgate-init: wrote {shown} ({_count(len(chosen), 'gate')}, one per test added or "
         f"changed since {base})"
     )
-    tw.write(text)
-    tw.line(f"next: {command}")
+    _say(text, end="")
+    _say(f"next: {command}")
     written = os.path.realpath(out)  # an earlier run's gates file is not the change
     changed = [p for p in change.files if os.path.realpath(p) != written]
     note = _tests_only_note(changed, overlay, root, base)
     if note:
-        tw.line(note)
+        _say(note)
     return int(pytest.ExitCode.OK)
 
 
@@ -170,14 +169,8 @@ def _word(text: str) -> str:
 
 def ini_pythonpath(config: pytest.Config) -> list[str]:
     """The project's ``pythonpath`` ini entries inside its rootdir, relative to it."""
-    top = Path(os.path.realpath(config.rootpath))
-    rels: list[str] = []
-    for entry in config.getini("pythonpath"):
-        real = Path(os.path.realpath(entry))
-        if real == top or top in real.parents:
-            rel = real.relative_to(top).as_posix() if real != top else "."
-            rels.append(rel)
-    return list(dict.fromkeys(rels))
+    rels = [relative(entry, config.rootpath, resolve=True) for entry in config.getini("pythonpath")]
+    return list(dict.fromkeys(rel for rel in rels if rel is not None))
 
 
 def _sources(tests: list[CollectedTest]) -> set[str]:
@@ -220,12 +213,11 @@ _TEST_FOLDERS = frozenset({"tests", "test", "testing"})
 def _test_data_note(files: list[str], root: Path) -> str:
     """A data-driven test's new cases are files its folder gained (tomli's
     tests/data/**/*.toml): name them, since no test function changed to gate."""
-    top = Path(os.path.realpath(root))
     data = []
     for path in files:
-        real = Path(os.path.realpath(path))
-        if top in real.parents and _TEST_FOLDERS.intersection(real.relative_to(top).parts[:-1]):
-            data.append(real.relative_to(top).as_posix())
+        rel = relative(path, root, resolve=True)
+        if rel is not None and _TEST_FOLDERS.intersection(rel.split("/")[:-1]):
+            data.append(rel)
     if not data:
         return ""
     shown = ", ".join(data[:3]) + (f" and {len(data) - 3} more" if len(data) > 3 else "")
@@ -240,21 +232,14 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-class _Writer:
-    """Plain lines on stdout: this runs before pytest's terminal reporter exists."""
-
-    def line(self, text: str, **_: Any) -> None:
-        self.write(text + "\n")
-
-    def write(self, text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+def _say(text: str, *, end: str = "\n", red: bool = False) -> None:
+    """Plain text on stdout (uncoloured): this runs before pytest's terminal reporter exists."""
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
 
 
 def _inside(path: str, root: Path) -> bool:
-    real = Path(os.path.realpath(path))
-    top = Path(os.path.realpath(root))
-    return real == top or top in real.parents
+    return relative(path, root, resolve=True) is not None
 
 
 def _shown(path: Path, here: Path) -> str:

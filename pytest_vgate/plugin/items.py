@@ -1,8 +1,7 @@
-"""Collectors and items: gates files, gates, citation documents and citations.
+"""Collectors and items: gates files, gates and verifiers.
 
-Items are thin: they ask the core for a result, put its JSON-able payload where
-reports carry it (``vgate_payload`` and ``user_properties``), and turn a non-pass
-into a failure whose text is the core's report.
+Items are thin: they ask the core for a result, put its payload where reports carry it,
+and turn a non-pass into a failure whose text is the core's report.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from pytest_vgate.defaults import MARKER
 from pytest_vgate.gatesfile import Gate, GatesFileError, GateType
 from pytest_vgate.gatesfile.kinds import kind_of
 from pytest_vgate.payload import CheckPayload
-from pytest_vgate.plugin.failures import VgateFailure, failure_text
+from pytest_vgate.plugin.failures import PluginItem, VgateFailure
 from pytest_vgate.plugin.session import resources, session_state
 from pytest_vgate.process.tools import declared_tool_error
 from pytest_vgate.verdict import Cause, Mode, Verdict
@@ -83,7 +82,7 @@ class GatesFileNode(pytest.File):
         return super().repr_failure(excinfo)
 
 
-class VgateItem(pytest.Item):
+class VgateItem(PluginItem):
     """A gate or verifier item: evaluates to a payload, fails unless it passed."""
 
     vgate_payload: CheckPayload | None = None
@@ -115,9 +114,6 @@ class VgateItem(pytest.Item):
             pytest.skip(payload.detail)
         if not payload.ok:
             raise VgateFailure(payload.report)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        return failure_text(excinfo) or super().repr_failure(excinfo)
 
 
 class GateItem(VgateItem):

@@ -1,11 +1,10 @@
 """Plugin code that judges or adjusts gates, held to the fail-closed rules.
 
-Judges (``pytest_vgate_judge``) answer ``semantic``/``self_review`` gates; adjusters
-(``pytest_vgate_adjust_verdict``) may make a verdict stricter. Both are other people's
-code running in the pytest process, so each call runs on a daemon thread with the gate's
-deadline, and whatever it does (raise, hang, return junk) becomes a failed verdict with a
-mode, never a pass. A hung thread cannot be killed in-process: it is left running until
-the process exits, and its late answer is ignored. Core module: never imports pytest.
+Judges (``pytest_vgate_judge``) and adjusters (``pytest_vgate_adjust_verdict``) are other
+people's code in the pytest process: each call runs on a daemon thread within the gate's
+deadline, and whatever it does (raise, hang, return junk) is a failed verdict with a mode,
+never a pass. A hung thread cannot be killed in-process: it is left running, its late
+answer ignored.
 """
 
 from __future__ import annotations
@@ -177,15 +176,6 @@ def make_judge(
 # -- adjusters ---------------------------------------------------------------------------
 
 
-def payload_state(payload: CheckPayload) -> str:
-    """``pass``, ``skip`` (judgment, not strict) or ``fail``: what a gate's payload says."""
-    if payload.ok:
-        return "pass"
-    if payload.mode is Mode.JUDGMENT and not payload.strict_failure:
-        return "skip"
-    return "fail"
-
-
 def verdict_of_payload(payload: CheckPayload) -> Verdict:
     """The gate's final verdict as adjusters see it: this run's facts, the final mode/cause."""
     green = payload.green
@@ -229,8 +219,7 @@ def apply_adjustments(payload: P, proposals: Sequence[tuple[str, Call]]) -> P:
         else:
             proposed = call.value
         assert proposed is not None
-        state = payload_state(result)
-        if proposed.mode is Mode.PASS and state == "pass":
+        if proposed.mode is Mode.PASS and result.ok:
             continue
         if proposed.mode in (Mode.PASS, Mode.JUDGMENT):
             notes.append(

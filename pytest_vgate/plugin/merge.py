@@ -1,20 +1,16 @@
 """``python -m pytest_vgate merge``: one verdict from the JSON reports of sharded runs.
 
-Each shard (``pytest -k …``, pytest-split, a CI matrix job) writes ``--vgate-report``;
-the merge reads them all and prints the summary a single run would have printed (the
-renderers of ``summary.py``), writes one JSON report, one SARIF log and one ledger, and
-exits 1 iff a single run would have failed on a gate or citation. Gates that the gates
-files declare but no shard ran are reported and fail the merge: a shard that was lost
-must not look like a pass. Extra fields in the reports are carried through untouched.
+It prints the summary a single run would have printed, writes one JSON report, SARIF log,
+page and ledger, and exits 1 iff a single run would have failed on a gate or citation.
+A gate the gates files declare that no shard ran fails the merge: a lost shard must not
+look like a pass. Extra fields in the reports are carried through untouched.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
-import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,18 +19,18 @@ from typing import NoReturn, TextIO
 
 from pytest_vgate.errors import VgateError
 from pytest_vgate.exporters.report import (
-    COMPLETE,
     REPORT_VERSION,
     ReportFileError,
+    file_sha256,
     gate_state,
     read_report_file,
-    report_digest,
+    seal_problems,
     sealed,
     summarize,
     write_json_report,
 )
 from pytest_vgate.gatesfile import GatesFileError, load_gates_file
-from pytest_vgate.jsonable import JsonDict, as_array, as_object, json_objects
+from pytest_vgate.jsonable import JsonDict, as_array, as_object
 from pytest_vgate.paths import relative
 from pytest_vgate.payload import (
     MissingPayload,
@@ -84,14 +80,9 @@ def read_shard(path: Path) -> JsonDict:
                 payload_of_entry(entry, kind)
             except PayloadError as exc:
                 raise MergeError(f"{path}: {key}[{i}]: {exc}") from None
-    seal = data.get(COMPLETE)
-    if not isinstance(seal, dict) or list(data)[-1] != COMPLETE:
-        raise MergeError(
-            f"{path}: the session that wrote this report did not reach its end (no seal): "
-            "its shard cannot be trusted; run it again"
-        )
-    if seal.get("sha256") != report_digest(data):
-        raise MergeError(f"{path}: the report was changed after its session sealed it")
+    unsealed = seal_problems(data)
+    if unsealed:
+        raise MergeError(f"{path}: {unsealed[0]}; run its shard again")
     for key, kind_of in (("gates_files", list), ("tree", dict), ("selection", dict)):
         if not isinstance(data.get(key), kind_of):
             raise MergeError(f"{path}: the report does not describe its session (no `{key}`)")
@@ -103,14 +94,8 @@ def read_shard(path: Path) -> JsonDict:
 
 def identity(shard: JsonDict) -> tuple[JsonDict, dict[str, object]]:
     """What shards of one run share: each gates file's content hash, and the tree."""
-    files = {str(f.get("path")): f.get("sha256") for f in _entries(shard, "gates_files")}
+    files = {str(f.get("path")): f.get("sha256") for f in _listed(shard, "gates_files")}
     return files, dict(as_object(shard["tree"]))
-
-
-def _entries(shard: JsonDict, key: str) -> list[JsonDict]:
-    """A list of JSON objects of a shard (:func:`read_shard` checked it is one), or []."""
-    value = shard.get(key)
-    return [] if value is None else json_objects(value)
 
 
 def check_same_run(shards: Sequence[tuple[Path, JsonDict]]) -> None:
@@ -178,7 +163,7 @@ def merge_reports(
     for path, shard in shards:
         shard_root = shard.get("rootdir")
         shard_root = shard_root if isinstance(shard_root, str) else None
-        for entry in _entries(shard, "gates"):
+        for entry in _listed(shard, "gates"):
             key = str(entry.get("nodeid") or entry.get("id"))
             source, _ = _source_file(entry)
             file = _shard_relative(source, shard_root) if source else ""
@@ -189,11 +174,11 @@ def merge_reports(
             if key in gates and not _worse(gates[key], entry):
                 continue
             gates[key] = entry
-        for entry in _entries(shard, "citations"):
+        for entry in _listed(shard, "citations"):
             key = str(entry.get("nodeid") or (entry.get("source"), entry.get("citation")))
             if key not in citations or (_citation_ok(citations[key]) and not _citation_ok(entry)):
                 citations[key] = dict(entry)
-        for entry in _entries(shard, "citation_documents"):
+        for entry in _listed(shard, "citation_documents"):
             key = str(entry.get("document"))
             if key not in documents or (documents[key].get("ok") and not entry.get("ok")):
                 documents[key] = dict(entry)
@@ -202,13 +187,13 @@ def merge_reports(
     declared: dict[str, None] = {os.path.relpath(p.resolve(), root): None for p in gates_files}
     described: dict[str, JsonDict] = {}  # what the shards say of their gates files
     for _, shard in shards:
-        for desc in _entries(shard, "gates_files"):
+        for desc in _listed(shard, "gates_files"):
             described.setdefault(str(desc.get("path")), desc)
     for rel, desc in described.items():
         here = Path(root) / rel
         if rel in declared or not _regular(here):
             continue
-        if _sha256(here) != desc.get("sha256"):
+        if file_sha256(here) != desc.get("sha256"):
             raise MergeError(
                 f"the gates file {rel} under {root} is not the one the shards ran (its "
                 "content differs); merge in the checkout of the run, or without it"
@@ -247,7 +232,9 @@ def merge_reports(
             if (rel, gate.id) not in ran:
                 missing.append(_missing_entry(rel, gate.id, gate.claim, gate.line))
         missing.extend(_unchecked_documents(rel, loaded.citations, citations, documents, root))
-    ordered = sorted(gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _line(e)))
+    ordered = sorted(
+        gates.values(), key=lambda e: (e["_file"] == "", e["_file"], _source_file(e)[1])
+    )
     entries: list[JsonDict] = [{k: v for k, v in e.items() if k != "_file"} for e in ordered]
     entries += missing
     cited = sorted(
@@ -280,24 +267,16 @@ def merge_reports(
     }, warnings
 
 
-def _listed(report: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
-    """The entries under ``key`` of a report :func:`merge_reports` made (JSON objects)."""
-    return [as_object(entry) for entry in as_array(report.get(key))]
+def _listed(report: Mapping[str, object], key: str) -> list[JsonDict]:
+    """The JSON objects listed under ``key`` (a checked shard's, or the merged report's)."""
+    return [entry for entry in as_array(report.get(key)) if isinstance(entry, dict)]
 
 
 def _regular(path: Path) -> bool:
     """A regular file (a FIFO or device would block or never end a read)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    from pytest_vgate.citations.files import file_kind
 
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+    return file_kind(str(path)) == "file"
 
 
 def _unchecked_described(
@@ -361,26 +340,17 @@ def _occurrence(entry: Mapping[str, object]) -> int:
 
 
 def _missing_document(rel: str, document: str, what: str) -> JsonDict:
+    detail = f"no shard checked {what} of {document}, cited by {rel}: a shard was lost or "
+    return _missing_entry(rel, document, "", 1, detail + "deselected them")
+
+
+def _missing_entry(rel: str, name: str, claim: str, line: int, detail: str = "") -> JsonDict:
     return MissingPayload(
-        id=document,
-        detail=f"no shard checked {what} of {document}, cited by {rel}: a shard was lost "
-        "or deselected them",
-        source=f"{rel}:1",
-        nodeid=f"{rel}::{document}",
-    ).to_dict()
-
-
-def _line(entry: Mapping[str, object]) -> int:
-    return _source_file(entry)[1]
-
-
-def _missing_entry(rel: str, gate_id: str, claim: str, line: int) -> JsonDict:
-    return MissingPayload(
-        id=gate_id,
+        id=name,
         claim=claim,
-        detail=f"no shard ran gate {gate_id!r} of {rel}: a shard was lost or deselected it",
+        detail=detail or f"no shard ran gate {name!r} of {rel}: a shard was lost or deselected it",
         source=f"{rel}:{line}",
-        nodeid=f"{rel}::{gate_id}",
+        nodeid=f"{rel}::{name}",
     ).to_dict()
 
 

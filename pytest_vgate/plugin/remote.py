@@ -1,15 +1,11 @@
 """xdist workers in another checkout (``--tx socket=…//chdir=``, ``ssh=``, ``popen//chdir=``).
 
-A worker whose host or rootdir differs from the controller's cannot use the paths the
-controller made (tool inventory, base worktree, ledger): it resolves its own tools, its
-own tree state and its own base worktrees (one set per host and checkout, shared by the
-workers of the session there, removed when the last of them ends). What must be the
-same on both sides to give the same verdicts is compared with what the controller sent:
-the gates root (relative to the rootdir), the commit and the uncommitted changes, the base
-commit and each tool's sha256. A worker that differs fails every gate of that root with
-mode ``sandbox``, cause ``environment``, and says what differs. The ledger stays the
-controller's: its records travel to the worker, and the worker's records travel back on
-the reports.
+Such a worker cannot use the controller's paths: it resolves its own tools, tree state and
+base worktrees (one set per host and checkout, shared by the session's workers there).
+What must match to give the same verdicts (the gates root, the commit and uncommitted
+changes, the base commit, each tool's sha256) is compared with what the controller sent;
+a worker that differs fails every gate of that root with mode ``sandbox``, cause
+``environment``, saying what differs. The ledger stays the controller's.
 """
 
 from __future__ import annotations
@@ -268,12 +264,3 @@ def remote_problem(res: Resources, root: Path) -> str | None:
     if not found:
         return None
     return "this xdist worker's checkout differs from the controller's: " + "; ".join(found)
-
-
-__all__ = [
-    "adopt_remote",
-    "host_identity",
-    "is_remote",
-    "origin_payload",
-    "remote_problem",
-]

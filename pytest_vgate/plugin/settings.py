@@ -145,27 +145,18 @@ def option_path(config: pytest.Config, name: str) -> Path | None:
 
 
 def _timeout(config: pytest.Config) -> float | None:
-    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given.
-
-    A value that is not a number, not finite, not above 0 or above ``MAX_TIMEOUT`` is a
-    usage error naming where it came from (the command line or the ini file).
-    """
-    given = config.getoption("vgate_timeout")
-    if given is not None:
-        raw, where = str(given), "--vgate-timeout (command line)"
-    else:
-        raw = str(config.getini("vgate_timeout") or "").strip()
-        if not raw:
-            return None
-        where = f"vgate_timeout in {config.inipath or 'the ini file'}"
+    """``--vgate-timeout`` / ``vgate_timeout`` as seconds; None when not given."""
+    raw = _value(config, "vgate_timeout")
+    if raw is None:
+        return None
     try:
         seconds = float(raw)
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT):
         raise pytest.UsageError(
-            f"pytest-vgate: {where} must be a number of seconds above 0 and at most "
-            f"{MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
+            f"pytest-vgate: {_where(config, 'vgate_timeout')} must be a number of seconds above "
+            f"0 and at most {MAX_TIMEOUT:g}, not {raw[:40]!r}; e.g. --vgate-timeout 60"
         )
     return seconds
 
@@ -231,33 +222,18 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default:
     return value
 
 
-def _mutants(config: pytest.Config) -> int:
-    raw = _value(config, "vgate_mutants")
+def _count(config: pytest.Config, name: str, default: int, lowest: int) -> int:
+    """A whole-number option from ``lowest`` to 1000 (``default`` when not given)."""
+    raw = _value(config, name)
     if raw is None:
-        return DEFAULT_MUTANTS
+        return default
     try:
         value = int(raw)
     except ValueError:
-        value = -1
-    if value < 0 or value > 1000:
+        value = lowest - 1
+    if value < lowest or value > 1000:
         raise pytest.UsageError(
-            f"pytest-vgate: {_where(config, 'vgate_mutants')} must be a whole number from 0 "
-            f"to 1000, not {raw[:40]!r}"
-        )
-    return value
-
-
-def _repeat(config: pytest.Config) -> int:
-    raw = _value(config, "vgate_repeat")
-    if raw is None:
-        return 1
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1 or value > 1000:
-        raise pytest.UsageError(
-            f"pytest-vgate: {_where(config, 'vgate_repeat')} must be a whole number from 1 "
+            f"pytest-vgate: {_where(config, name)} must be a whole number from {lowest} "
             f"to 1000, not {raw[:40]!r}"
         )
     return value
@@ -291,9 +267,9 @@ def read_settings(config: pytest.Config) -> Settings:
         report=option_path(config, "vgate_report"),
         fix=_flag(config, "vgate_fix"),
         coverage=_choice(config, "vgate_coverage", COVERAGE_CHOICES, "auto"),
-        repeat=_repeat(config),
+        repeat=_count(config, "vgate_repeat", 1, 1),
         mutate=_choice(config, "vgate_mutate", MUTATE_CHOICES, "auto"),
-        mutants=_mutants(config),
+        mutants=_count(config, "vgate_mutants", DEFAULT_MUTANTS, 0),
         batch=_choice(config, "vgate_batch", BATCH_CHOICES, DEFAULT_BATCH),
         only=_flag(config, "vgate_only"),
     )

@@ -1,9 +1,8 @@
 """The terminal summary: gates by mode, failures, red-before-green, citations.
 
-Written on the controller only, from the payloads the reports carried, so it is
-the same plain and under xdist. The summary is the list ``SECTIONS`` of small writers,
-each a pure function from a ``SummaryInput`` to the ``Line``s it adds (none to stay
-silent); ``write_summary`` prints them in order under one ``vgate`` separator.
+Written on the controller from the payloads the reports carried, so it is the same plain
+and under xdist: ``SECTIONS`` of pure functions from a ``SummaryInput`` to the ``Line``s
+they add, printed in order under one ``vgate`` separator.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from pytest_vgate.payload import (
     Payload,
     VerifierPayload,
     document_order,
+    verdict_ok,
 )
 from pytest_vgate.plugin.session import Resources
 from pytest_vgate.plugin.table import leading_sentences, table_rows, wrap
@@ -134,11 +134,7 @@ def gate_counts(summary: SummaryInput) -> list[Line]:
 
 def failed_gates(summary: SummaryInput) -> list[Line]:
     """Each failed gate (and each strict failure) with its mode, cause and a short hint."""
-    failed = [
-        (n, p)
-        for n, p in summary.gates
-        if (not p.ok and p.mode is not Mode.JUDGMENT) or _strict_failure(p)
-    ]
+    failed = [(n, p) for n, p in summary.gates if not verdict_ok(p)]
     if not failed:
         return []
     lines = [Line("failed gates:")]
@@ -166,10 +162,6 @@ def hint_lines(head: str, text: str, width: int, indent: str = "  ") -> list[str
         kept = kept[:-1] + "."
     more = " (more in its failure report above)" if cut else ""
     return wrap(head + kept + more, width, indent=indent, subsequent=indent + "    ")
-
-
-def _strict_failure(payload: GateLike) -> bool:
-    return isinstance(payload, CheckPayload) and payload.strict_failure
 
 
 def _mode_rank(mode: str) -> int:
@@ -313,11 +305,9 @@ def _coverage_text(p: CheckPayload) -> str:
 
 def _now_text(p: CheckPayload) -> str:
     """The run on the current tree: what it did, not what the gate was judged."""
-    code = p.exit_code
-    green = p.green
-    mode = green.get("mode") if green is not None else p.mode.value
-    if code is not None:
-        return f"exit {code}"
+    if p.exit_code is not None:
+        return f"exit {p.exit_code}"
+    mode = p.green.get("mode") if p.green is not None else p.mode.value
     return str(mode or "-")
 
 

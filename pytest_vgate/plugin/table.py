@@ -68,6 +68,14 @@ def leading_sentences(text: str, limit: int) -> tuple[str, bool]:
     return " ".join(kept), len(kept) < len(parts)
 
 
+def _word_floor(table: list[list[str]], i: int, least: int, otherwise: int) -> int:
+    """A prose column (cells with spaces) keeps ``least`` and its longest word; another
+    column gets ``otherwise``."""
+    if any(" " in row[i].strip() for row in table[1:]):
+        return max(least, *(len(w) for row in table[1:] for w in row[i].split()))
+    return otherwise
+
+
 def _shrink(widths: list[int], floor: list[int], budget: int) -> None:
     """Narrow the widest column above its floor, one step at a time, until all fit."""
     while sum(widths) > budget:
@@ -85,33 +93,12 @@ def _fit_widths(table: list[list[str]], minimum: list[int], budget: int) -> list
     count = len(minimum)
     widths = [max(len(row[i]) for row in table) for i in range(count)]
     words = [
-        max(
-            minimum[i],
-            min(widths[i], PROSE),
-            *(len(w) for row in table[1:] for w in row[i].split()),
-        )
-        if any(" " in row[i].strip() for row in table[1:])
-        else widths[i]
+        _word_floor(table, i, max(minimum[i], min(widths[i], PROSE)), widths[i])
         for i in range(count)
     ]
     _shrink(widths, words, budget)
     _shrink(widths, minimum, budget)
     return widths
-
-
-def render_table(
-    header: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    width: int,
-    *,
-    indent: int = 2,
-    gap: int = 2,
-) -> list[str]:
-    """Lines of a table no wider than ``width``: columns shrink (widest first) and their
-    cells wrap onto more lines; nothing is cut."""
-    return [
-        line for group in table_rows(header, rows, width, indent=indent, gap=gap) for line in group
-    ]
 
 
 def _fix_columns(
@@ -123,12 +110,7 @@ def _fix_columns(
 ) -> None:
     """Raise the floor of each ``fixed`` column (in priority order) to its natural width
     while every column still fits at its floor (a prose column's floor: its longest word)."""
-    floors = [
-        max(minimum[i], *(len(w) for row in table[1:] for w in row[i].split()))
-        if any(" " in row[i].strip() for row in table[1:])
-        else minimum[i]
-        for i in range(len(minimum))
-    ]
+    floors = [_word_floor(table, i, minimum[i], minimum[i]) for i in range(len(minimum))]
     for i in fixed:
         if sum(floors) - floors[i] + natural[i] <= budget:
             floors[i] = minimum[i] = natural[i]

@@ -1,13 +1,9 @@
 """An item's payload on its report: typed in its process, its JSON object across xdist.
 
-The item's call report carries its payload as ``report.vgate``. In the process that ran
-the item it is the frozen payload itself; wherever the report is serialised (an xdist
-worker sending it, ``--report-log``) it becomes the payload's JSON object (plain values),
-in :func:`pytest_report_to_serializable`. On the controller :func:`payload_of` reads it
-once per report, for every reader (the controller's record, the exit-status guard): a
-JSON object is decoded, strictly. A payload that does not decode (a kind nobody knows,
-an unknown key, a wrong type), or anything else a hook put there, is never taken at its
-word: it reads as a failed item of mode ``error`` that says why.
+The call report carries it as ``report.vgate``: the frozen payload where the item ran, its
+JSON object wherever the report is serialised (an xdist worker, ``--report-log``).
+:func:`payload_of` reads it once per report on the controller; what does not decode, or
+anything else a hook put there, reads as a failed item of mode ``error`` that says why.
 """
 
 from __future__ import annotations

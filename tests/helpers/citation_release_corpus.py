@@ -519,7 +519,7 @@ def measure(tmp: Path) -> Measured:
         answer.write_text(
             "# The release, file by file\n\n" + "\n".join(r.text for r in rows) + "\n"
         )
-        results = CitationChecker(root).check_all(parse_citations(answer))
+        results = [CitationChecker(root).check(c) for c in parse_citations(answer)]
         assert [r.citation.line for r in results] == list(range(3, 3 + len(rows))), library
         for row, r in zip(rows, results, strict=True):
             desc = r.description.value if r.description else None
