@@ -512,11 +512,23 @@ def test_before_312_tracing_starts_when_a_measured_file_loads(project: Path) -> 
     assert run_check(gate, RunContext(root=project, measure=spec)).stdout.strip() == "None"
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring leaves the slot free")
 def test_the_checks_own_tracer_keeps_the_slot_and_the_run_is_unmeasured(project: Path) -> None:
     check = "import sys, pkg.mod as m; sys.settrace(lambda *a: None); m.handler(0)"
     measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
     assert not measured.measured
     assert "a tracer we could not share replaced ours" in measured.reason, measured.reason
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="the trace slot is ours before 3.12")
+def test_from_312_the_checks_own_tracer_and_the_measuring_run_side_by_side(project: Path) -> None:
+    """``sys.monitoring`` is not the ``sys.settrace`` slot: a check that sets its own tracer
+    keeps it, and its run is still measured, the lines it ran after that included."""
+    check = "import sys, pkg.mod as m; sys.settrace(lambda *a: None); m.handler(0)"
+    measured = run(project, f"{PY} -c {shlex.quote(check)}", ["pkg/mod.py"])
+    assert measured.measured, measured.reason
+    assert measured.engines == ("monitoring",)
+    assert {"except", "except-body"} <= tags(project, measured)
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring measures there")
