@@ -89,6 +89,9 @@ def test_batches_give_the_verdicts_of_solo_runs(tmp_path: Path, dist_args: list[
     assert gates["two-files"]["coverage"]["status"] == "covers"
     assert gates["never-red"]["coverage"]["status"] == "misses"  # its own lines, not add's
     assert gates["add"]["discrimination"]["status"] == "discriminating"
+    # The base's failures as Python prints them (a batch's), as pytest does (a solo run's).
+    assert "AssertionError: assert -1 == 5" in gates["add"]["base"]["stdout"], gates["add"]
+    assert "E       assert -1 == 5" in off[1]["add"]["base"]["stdout"], off[1]["add"]
 
 
 CRASH_GATE = pytest_gate("crash", "tests/test_crash.py::test_crash")
@@ -197,3 +200,28 @@ def test_a_batch_where_coverage_is_already_running_is_not_measured(tmp_path: Pat
     measured, why = measured_batch(tmp_path, "ab", conftest=start)
     assert measured == {}
     assert all("another tracer took the slot" in why[g] for g in "ab"), why
+
+
+FAILING = "def test_red():\n    assert 1 + 1 == 3\n"
+
+
+@pytest.mark.parametrize(
+    ("own", "printed"),
+    [
+        ("", 'Traceback (most recent call last):\n  File "'),  # Python's own form
+        ("--tb=short", "E   assert (1 + 1) == 3"),  # the check's choice wins
+    ],
+)
+def test_the_base_batch_prints_failures_as_python_does(
+    tmp_path: Path, own: str, printed: str
+) -> None:
+    """pytest's styles parse each frame's file to show its statement; on the base, where
+    failing is the point, the batch asks for Python's own traceback instead."""
+    (tmp_path / "test_r.py").write_text(FAILING)
+    check = f"{PYTEST} {own} test_r.py::test_red"
+    gate = gate_from_mapping({"id": "g", "check": check}, root=tmp_path)
+    ctx = RunContext(root=tmp_path)
+    found = attribute([gate], ctx, run_batch([gate], ctx, native_tracebacks=True))
+    verdict = found.verdicts["g"]
+    assert verdict is not None and verdict.exit_code == 1, found.why
+    assert printed in verdict.stdout, verdict.stdout
