@@ -217,11 +217,15 @@ def test_the_base_batch_prints_failures_as_python_does(
 ) -> None:
     """pytest's styles parse each frame's file to show its statement; on the base, where
     failing is the point, the batch asks for Python's own traceback instead."""
-    (tmp_path / "test_r.py").write_text(FAILING)
+    head, base = tmp_path / "head", tmp_path / "base"  # the gate's tree, and the base's
+    for root in (head, base):
+        root.mkdir()
+        (root / "test_r.py").write_text(FAILING)
     check = f"{PYTEST} {own} test_r.py::test_red"
-    gate = gate_from_mapping({"id": "g", "check": check}, root=tmp_path)
-    ctx = RunContext(root=tmp_path)
-    found = attribute([gate], ctx, run_batch([gate], ctx, native_tracebacks=True))
-    verdict = found.verdicts["g"]
-    assert verdict is not None and verdict.exit_code == 1, found.why
-    assert printed in verdict.stdout, verdict.stdout
+    gate = gate_from_mapping({"id": "g", "check": check}, root=head)
+    for side in (base, head):
+        ctx = RunContext(root=side)
+        found = attribute([gate], ctx, run_batch([gate], ctx))
+        verdict = found.verdicts["g"]
+        assert verdict is not None and verdict.exit_code == 1, found.why
+        assert (printed in verdict.stdout) is (side == base or bool(own)), verdict.stdout

@@ -142,17 +142,12 @@ def run_batch(
     ctx: RunContext,
     timeout: float | None = None,
     planner: Planner | None = None,
-    *,
-    native_tracebacks: bool = False,
 ) -> BatchRun:
     """Run ``gates`` (one group) as one pytest process on ``ctx.root``, measured on
     ``ctx.measure``'s files by the reporter; with ``planner``, the mutants it plans once
-    the nodes ran are forked there too. Never raises for the check's sake.
-
-    ``native_tracebacks`` (the base's batch, where failures are the point): failures are
-    printed as Python prints them, unless the check sets ``--tb`` itself. pytest's own
-    styles parse each frame's whole file to show its statement, most of a red run's time
-    on a large test module; no verdict reads the style."""
+    the nodes ran are forked there too. On the base, where failing is the point:
+    ``--tb=native`` unless the check sets ``--tb``, as pytest's styles parse each frame's
+    whole file, most of a red run's time. Never raises for the check's sake."""
     calls = {g.id: pytest_call(g) for g in gates}
     nodes = list(dict.fromkeys(n for c in calls.values() if c is not None for n in c.nodes))
     first = gates[0]
@@ -167,16 +162,10 @@ def run_batch(
         (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         head = call.head
         at = 3 if head[1:3] == ("-m", "pytest") else 1
-        native = ("--tb=native",) if native_tracebacks else ()  # the check's own --tb comes later
+        native = ("--tb=native",) if ctx.root != first.root else ()  # the check's --tb after
         argv = (*head[:at], "-p", batch_reporter.MODULE, *native, *head[at:], *nodes)
-        env = EnvSpec(
-            first.env.pass_names,
-            (
-                *first.env.set_values,
-                ("PYTHONPATH", str(folder)),
-                (batch_reporter.FOLDER_ENV, str(folder)),
-            ),
-        )
+        ours = (("PYTHONPATH", str(folder)), (batch_reporter.FOLDER_ENV, str(folder)))
+        env = EnvSpec(first.env.pass_names, (*first.env.set_values, *ours))
         batch_gate = replace(
             first,
             id=f"batch of {len(gates)}",

@@ -130,9 +130,7 @@ def _run_group(members: list[Gate], sides: Sides, settings: Settings) -> list[Ba
         return [run_batch(members, sides.green, planner=plan), None]
     if at_once():
         box: list[BatchRun] = []
-        base = threading.Thread(
-            target=lambda: box.append(run_batch(members, red_ctx, native_tracebacks=True))
-        )
+        base = threading.Thread(target=lambda: box.append(run_batch(members, red_ctx)))
         base.start()
         try:
             green = run_batch(members, sides.green, planner=plan)
@@ -143,8 +141,7 @@ def _run_group(members: list[Gate], sides: Sides, settings: Settings) -> list[Ba
     own = members[0].timeout if members[0].timeout is not None else red_ctx.default_timeout
     derived = max(BASE_FACTOR * green.duration, green.duration + BASE_MARGIN)
     answered = any(v is not None for v in attribute(members, sides.green, green).verdicts.values())
-    timeout = derived if answered and derived < own else None
-    return [green, run_batch(members, red_ctx, timeout, native_tracebacks=True)]
+    return [green, run_batch(members, red_ctx, derived if answered and derived < own else None)]
 
 
 def _read(members: list[Gate], sides: Sides, runs: list[BatchRun | None]) -> _Group:
